@@ -1,0 +1,69 @@
+# One helper per target kind (as abseil's absl_cc_library): every braid target gets the same
+# warnings, include root and C++ standard, and states its dependencies explicitly.
+
+set(BRAID_WARNINGS -Wall -Wextra -Wpedantic -Wshadow -Wnon-virtual-dtor -Wno-missing-field-initializers)
+
+# braid_library(NAME base SOURCES a.cc ... DEPS other_targets...)
+# Creates the static library braid_<NAME> with alias braid::<NAME>, exported for install.
+function(braid_library)
+  cmake_parse_arguments(ARG "" "NAME" "SOURCES;DEPS" ${ARGN})
+  set(target braid_${ARG_NAME})
+  add_library(${target} STATIC ${ARG_SOURCES})
+  add_library(braid::${ARG_NAME} ALIAS ${target})
+  target_compile_options(${target} PRIVATE ${BRAID_WARNINGS})
+  target_compile_features(${target} PUBLIC cxx_std_20)
+  target_include_directories(${target} PUBLIC
+    $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/src>
+    $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
+  target_link_libraries(${target} PUBLIC ${ARG_DEPS})
+  set_target_properties(${target} PROPERTIES EXPORT_NAME ${ARG_NAME})
+  set_property(GLOBAL APPEND PROPERTY BRAID_EXPORTED_TARGETS ${target})
+endfunction()
+
+# braid_tool(NAME braid-run SOURCES main.cc ... DEPS ...): an installed executable.
+function(braid_tool)
+  cmake_parse_arguments(ARG "" "NAME" "SOURCES;DEPS" ${ARGN})
+  add_executable(${ARG_NAME} ${ARG_SOURCES})
+  target_compile_options(${ARG_NAME} PRIVATE ${BRAID_WARNINGS})
+  target_link_libraries(${ARG_NAME} PRIVATE ${ARG_DEPS})
+  set_target_properties(${ARG_NAME} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/bin)
+  install(TARGETS ${ARG_NAME} RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+endfunction()
+
+# braid_test(NAME base_error_test SOURCES error_test.cc DEPS braid::base [LABELS unit])
+# A GoogleTest executable whose cases are registered with CTest one by one.
+function(braid_test)
+  cmake_parse_arguments(ARG "" "NAME;TIMEOUT" "SOURCES;DEPS;LABELS" ${ARGN})
+  if(NOT BRAID_BUILD_TESTS)
+    return()
+  endif()
+  if(NOT ARG_TIMEOUT)
+    set(ARG_TIMEOUT 120)
+  endif()
+  if(NOT ARG_LABELS)
+    set(ARG_LABELS unit)
+  endif()
+  add_executable(${ARG_NAME} ${ARG_SOURCES})
+  target_compile_options(${ARG_NAME} PRIVATE ${BRAID_WARNINGS})
+  target_link_libraries(${ARG_NAME} PRIVATE ${ARG_DEPS} GTest::gtest GTest::gmock GTest::gtest_main)
+  target_compile_definitions(${ARG_NAME} PRIVATE
+    BRAID_BIN_DIR="${PROJECT_BINARY_DIR}/bin"
+    BRAID_TEST_BIN_DIR="${PROJECT_BINARY_DIR}/tests"
+    BRAID_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
+  gtest_discover_tests(${ARG_NAME}
+    DISCOVERY_TIMEOUT 60
+    PROPERTIES TIMEOUT ${ARG_TIMEOUT} LABELS "${ARG_LABELS}")
+endfunction()
+
+# braid_test_program(NAME mp_sendrecv SOURCES ... DEPS ...): a rank program launched by the
+# multi-process tests through braid-run (not a test by itself). Lands in build/tests/.
+function(braid_test_program)
+  cmake_parse_arguments(ARG "" "NAME" "SOURCES;DEPS" ${ARGN})
+  if(NOT BRAID_BUILD_TESTS)
+    return()
+  endif()
+  add_executable(${ARG_NAME} ${ARG_SOURCES})
+  target_compile_options(${ARG_NAME} PRIVATE ${BRAID_WARNINGS})
+  target_link_libraries(${ARG_NAME} PRIVATE ${ARG_DEPS})
+  set_target_properties(${ARG_NAME} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/tests)
+endfunction()

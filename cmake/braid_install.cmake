@@ -1,0 +1,1 @@
+# Installation: filled in by the packaging work (headers, libraries, tools, braidConfig.cmake).

@@ -1,0 +1,30 @@
+#include "braid/base/clock.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "braid/base/env.h"
+
+namespace braid {
+
+Deadline Deadline::after(Seconds seconds) {
+  if (seconds.count() < 0 || std::isinf(seconds.count()) || seconds.count() > 1e9) return never();
+  return Deadline(Clock::now() + std::chrono::duration_cast<Clock::duration>(seconds));
+}
+
+Deadline Deadline::from_env() { return after(Seconds(default_timeout_seconds())); }
+
+Seconds Deadline::remaining(Seconds cap) const {
+  if (is_never()) return cap;
+  Seconds left = at_ - Clock::now();
+  return std::clamp(left, Seconds(0), cap);
+}
+
+int Deadline::remaining_ms(int cap_ms) const {
+  double ms = remaining(Seconds(cap_ms / 1000.0)).count() * 1000.0;
+  return static_cast<int>(std::ceil(ms));
+}
+
+double default_timeout_seconds() { return env::get_double(env::kTimeout); }
+
+}  // namespace braid

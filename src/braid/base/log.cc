@@ -1,0 +1,45 @@
+#include "braid/base/log.h"
+
+#include <unistd.h>
+
+#include "braid/base/env.h"
+
+namespace braid::log {
+
+namespace {
+
+Level parse_level() {
+  std::string text = env::get_or_default(env::kLogLevel);
+  if (text == "error") return Level::kError;
+  if (text == "info") return Level::kInfo;
+  if (text == "debug") return Level::kDebug;
+  return Level::kWarn;
+}
+
+// Read once: logging must not depend on call order, and the level does not change mid-run.
+Level configured_level() {
+  static const Level level = parse_level();
+  return level;
+}
+
+const char* level_name(Level level) {
+  switch (level) {
+    case Level::kError: return "error";
+    case Level::kWarn: return "warn";
+    case Level::kInfo: return "info";
+    case Level::kDebug: return "debug";
+  }
+  return "?";
+}
+
+}  // namespace
+
+bool enabled(Level level) { return level <= configured_level(); }
+
+void write(Level level, const std::string& message) {
+  std::string line = fmt::format("braid {}: {}\n", level_name(level), message);
+  ssize_t ignored = ::write(STDERR_FILENO, line.data(), line.size());
+  (void)ignored;
+}
+
+}  // namespace braid::log
