@@ -1,0 +1,172 @@
+#include "braid/comm/communicator.h"
+
+#include <algorithm>
+#include <limits>
+#include <numeric>
+
+#include <fmt/format.h>
+
+#include "braid/comm/world.h"
+
+namespace braid {
+
+namespace {
+
+constexpr std::uint64_t kWorldCommId = 1;
+
+// splitmix64: a cheap, well-mixed hash so that communicator ids derived from (parent, seq,
+// color) on different ranks agree, and different splits almost surely differ.
+std::uint64_t mix(std::uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+std::uint64_t child_comm_id(std::uint64_t parent, std::int64_t seq, int color) {
+  return mix(parent ^ mix(static_cast<std::uint64_t>(seq) ^ mix(static_cast<std::uint64_t>(color) + 1)));
+}
+
+}  // namespace
+
+Communicator Communicator::init() {
+  std::shared_ptr<World> world = World::create();
+  std::vector<int> members(static_cast<std::size_t>(world->info.world_size));
+  std::iota(members.begin(), members.end(), 0);
+  Topology topology = world->topology;
+  int rank = world->info.rank;
+  Communicator comm(std::move(world), std::move(members), rank, kWorldCommId, std::move(topology));
+  // Every rank returns from init only once every connection works end to end.
+  comm.barrier();
+  return comm;
+}
+
+Communicator::Communicator(std::shared_ptr<World> world, std::vector<int> members, int rank, std::uint64_t id,
+                           Topology topology)
+    : world_(std::move(world)), members_(std::move(members)), rank_(rank), id_(id), topology_(std::move(topology)) {}
+
+Communicator::Communicator(Communicator&&) noexcept = default;
+Communicator& Communicator::operator=(Communicator&&) noexcept = default;
+Communicator::~Communicator() = default;
+
+std::string_view Communicator::transport_to(int peer) const {
+  if (peer < 0 || peer >= size()) {
+    throw InvalidArgument({.rank = rank_, .peer = peer, .op = "transport_to"},
+                          fmt::format("peer {} is out of range for a communicator of size {}", peer, size()));
+  }
+  return world_->fabric->transport_name(world_rank(peer));
+}
+
+std::uint64_t Communicator::checked_bytes(const void* data, std::int64_t count, DType dtype, int peer, int tag,
+                                          const char* op) const {
+  ErrorContext ctx{.rank = rank_, .peer = peer, .op = op};
+  if (peer < 0 || peer >= size()) {
+    throw InvalidArgument(ctx, fmt::format("peer {} is out of range: this communicator has ranks 0..{}", peer, size() - 1));
+  }
+  if (count < 0) throw InvalidArgument(ctx, fmt::format("count must be >= 0, got {}", count));
+  if (data == nullptr && count > 0) throw InvalidArgument(ctx, fmt::format("null buffer with count {}", count));
+  if (tag < 0) throw InvalidArgument(ctx, fmt::format("tag must be >= 0, got {}", tag));
+  if (!is_valid_dtype(static_cast<std::uint8_t>(dtype))) {
+    throw InvalidArgument(ctx, fmt::format("invalid dtype value {}", static_cast<int>(dtype)));
+  }
+  auto elem = static_cast<std::int64_t>(dtype_size(dtype));
+  if (count > std::numeric_limits<std::int64_t>::max() / elem) {
+    throw InvalidArgument(ctx, fmt::format("count {} of {} overflows a byte count", count, dtype_name(dtype)));
+  }
+  return static_cast<std::uint64_t>(count * elem);
+}
+
+Work Communicator::post(bool is_send, void* data, const MatchKey& key, const Envelope& envelope, int peer) {
+  auto request = std::make_shared<Request>();
+  request->kind = is_send ? Request::Kind::kSend : Request::Kind::kRecv;
+  request->peer = world_rank(peer);
+  request->key = key;
+  request->envelope = envelope;
+  request->data = static_cast<std::byte*>(data);
+  world_->fabric->post(request);
+  return Work(world_->fabric, std::move(request));
+}
+
+Work Communicator::isend(const void* data, std::int64_t count, DType dtype, int peer, int tag) {
+  std::uint64_t bytes = checked_bytes(data, count, dtype, peer, tag, "send");
+  Envelope envelope{.op = OpKind::kSendRecv, .seq = next_send_seq_++, .dtype = dtype, .bytes = bytes};
+  MatchKey key{.comm_id = id_, .channel = Channel::kUser, .tag = static_cast<std::uint32_t>(tag)};
+  return post(true, const_cast<void*>(data), key, envelope, peer);
+}
+
+Work Communicator::irecv(void* data, std::int64_t count, DType dtype, int peer, int tag) {
+  std::uint64_t bytes = checked_bytes(data, count, dtype, peer, tag, "recv");
+  Envelope envelope{.op = OpKind::kSendRecv, .seq = kAnySeq, .dtype = dtype, .bytes = bytes};
+  MatchKey key{.comm_id = id_, .channel = Channel::kUser, .tag = static_cast<std::uint32_t>(tag)};
+  return post(false, data, key, envelope, peer);
+}
+
+void Communicator::send(const void* data, std::int64_t count, DType dtype, int peer, int tag) {
+  isend(data, count, dtype, peer, tag).wait();
+}
+
+void Communicator::recv(void* data, std::int64_t count, DType dtype, int peer, int tag) {
+  irecv(data, count, dtype, peer, tag).wait();
+}
+
+Work Communicator::post_collective_send(const void* data, const Envelope& envelope, int peer) {
+  return post(true, const_cast<void*>(data), MatchKey{.comm_id = id_, .channel = Channel::kCollective}, envelope, peer);
+}
+
+Work Communicator::post_collective_recv(void* data, const Envelope& envelope, int peer) {
+  return post(false, data, MatchKey{.comm_id = id_, .channel = Channel::kCollective}, envelope, peer);
+}
+
+void Communicator::barrier() {
+  const int n = size();
+  Envelope envelope{.op = OpKind::kBarrier, .seq = begin_collective(), .dtype = DType::kU8, .bytes = 0};
+  // Dissemination barrier (Hensgen, Finkel, Manber 1988): in round k every rank signals
+  // rank + 2^k and waits for rank - 2^k; after ceil(log2 n) rounds all have heard from all.
+  for (int distance = 1; distance < n; distance <<= 1) {
+    Work sent = post_collective_send(nullptr, envelope, (rank_ + distance) % n);
+    Work received = post_collective_recv(nullptr, envelope, (rank_ - distance + n) % n);
+    received.wait();
+    sent.wait();
+  }
+}
+
+std::optional<Communicator> Communicator::split(int color, int key) {
+  if (color < 0 && color != kUndefinedColor) {
+    throw InvalidArgument({.rank = rank_, .op = "split"},
+                          fmt::format("color must be >= 0 or Communicator::kUndefinedColor, got {}", color));
+  }
+  const int n = size();
+  const std::int64_t seq = begin_collective();
+  // Every rank learns every (color, key): gather at rank 0, then rank 0 sends the table out.
+  std::vector<std::int64_t> table(static_cast<std::size_t>(2 * n));
+  std::int64_t mine[2] = {color, key};
+  Envelope one{.op = OpKind::kSplit, .seq = seq, .dtype = DType::kI64, .bytes = sizeof mine};
+  Envelope all{.op = OpKind::kSplit, .seq = seq, .dtype = DType::kI64, .bytes = table.size() * sizeof(std::int64_t)};
+  if (rank_ == 0) {
+    std::copy(mine, mine + 2, table.begin());
+    std::vector<Work> gathered;
+    for (int r = 1; r < n; ++r) gathered.push_back(post_collective_recv(&table[static_cast<std::size_t>(2 * r)], one, r));
+    for (auto& w : gathered) w.wait();
+    std::vector<Work> sent;
+    for (int r = 1; r < n; ++r) sent.push_back(post_collective_send(table.data(), all, r));
+    for (auto& w : sent) w.wait();
+  } else {
+    Work sent = post_collective_send(mine, one, 0);
+    post_collective_recv(table.data(), all, 0).wait();
+    sent.wait();
+  }
+  if (color == kUndefinedColor) return std::nullopt;
+
+  std::vector<int> group;  // ranks of this communicator with my color, in (key, rank) order
+  for (int r = 0; r < n; ++r) {
+    if (table[static_cast<std::size_t>(2 * r)] == color) group.push_back(r);
+  }
+  std::stable_sort(group.begin(), group.end(),
+                   [&](int a, int b) { return table[static_cast<std::size_t>(2 * a + 1)] < table[static_cast<std::size_t>(2 * b + 1)]; });
+  std::vector<int> world_members;
+  for (int r : group) world_members.push_back(world_rank(r));
+  int new_rank = static_cast<int>(std::find(group.begin(), group.end(), rank_) - group.begin());
+  return Communicator(world_, std::move(world_members), new_rank, child_comm_id(id_, seq, color), topology_.subset(group));
+}
+
+}  // namespace braid

@@ -1,0 +1,123 @@
+#include "braid/comm/world.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "braid/base/env.h"
+#include "braid/base/log.h"
+#include "braid/base/random.h"
+#include "braid/bootstrap/socket.h"
+#include "braid/transport/shm/shm_transport.h"
+#include "braid/transport/tcp/tcp_transport.h"
+
+namespace braid {
+
+namespace {
+
+enum class TransportMode { kAuto, kTcp };
+
+TransportMode transport_mode() {
+  std::string text = env::get_or_default(env::kTransport);
+  if (text == "auto" || text == "shm") return TransportMode::kAuto;
+  if (text == "tcp") return TransportMode::kTcp;
+  throw InvalidArgument({.op = "init"}, fmt::format("BRAID_TRANSPORT='{}' is not one of: auto, tcp", text));
+}
+
+std::string store_bind_address(const std::string& master_addr) {
+  if (master_addr.empty() || net::is_loopback_address(master_addr)) return "127.0.0.1";
+  return master_addr;  // the master address names an interface of rank 0's host
+}
+
+// Where this rank's transport listener binds: BRAID_BIND_ADDR if given; loopback when the
+// whole job rendezvouses on loopback (one host); otherwise the local address of the route
+// to the master, the interface the other hosts can reach (as Gloo picks its device).
+std::string transport_bind_address(const RankInfo& info) {
+  if (auto configured = env::get(env::kBindAddr)) return *configured;
+  if (net::is_loopback_address(info.master_addr)) return "127.0.0.1";
+  return net::route_source_address(info.master_addr, info.master_port);
+}
+
+std::unique_ptr<StoreServer> start_store_server(const RankInfo& info) {
+  std::string bind = store_bind_address(info.master_addr);
+  try {
+    return std::make_unique<StoreServer>(bind, info.master_port, info.job_token);
+  } catch (const SystemError& e) {
+    if (bind == "127.0.0.1") throw;
+    log::warn("rank 0: cannot bind the store to {} ({}); listening on all interfaces", bind, e.detail());
+    return std::make_unique<StoreServer>("0.0.0.0", info.master_port, info.job_token);
+  }
+}
+
+std::string agree_on_job_id(const RankInfo& info, StoreClient& store, Deadline deadline) {
+  if (!info.job_id.empty()) return info.job_id;
+  if (info.rank == 0) store.set("job_id", random_hex(6));
+  return store.get("job_id", deadline);
+}
+
+std::vector<std::string> exchange_host_ids(const RankInfo& info, StoreClient& store, Deadline deadline) {
+  store.set(fmt::format("host/{}", info.rank), default_host_id());
+  std::vector<std::string> ids;
+  for (int r = 0; r < info.world_size; ++r) ids.push_back(store.get(fmt::format("host/{}", r), deadline));
+  return ids;
+}
+
+std::shared_ptr<Fabric> connect_fabric(const RankInfo& info, const Topology& topology, StoreClient& store,
+                                       const std::string& job_id, Deadline deadline) {
+  std::vector<int> local;
+  if (transport_mode() == TransportMode::kAuto) local = topology.ranks_on_host(topology.host_of(info.rank));
+  std::vector<int> remote;
+  for (int r = 0; r < info.world_size; ++r) {
+    if (r != info.rank && std::find(local.begin(), local.end(), r) == local.end()) remote.push_back(r);
+  }
+
+  std::vector<std::unique_ptr<Transport>> transports;
+  std::vector<int> route(static_cast<std::size_t>(info.world_size), -1);
+  if (local.size() > 1) {
+    shm::ShmOptions options{.rank = info.rank,
+                            .local_ranks = local,
+                            .job_id = job_id,
+                            .ring_bytes = static_cast<std::size_t>(env::get_int(env::kShmRingBytes)),
+                            .chunk_bytes = static_cast<std::size_t>(env::get_int(env::kShmChunkBytes))};
+    if (options.ring_bytes < 4096 || (options.ring_bytes & (options.ring_bytes - 1)) != 0) {
+      throw InvalidArgument({.rank = info.rank, .op = "init"},
+                            fmt::format("BRAID_SHM_RING_BYTES={} must be a power of two >= 4096", options.ring_bytes));
+    }
+    options.chunk_bytes = std::clamp<std::size_t>(options.chunk_bytes, 4096, options.ring_bytes / 2);
+    transports.push_back(shm::ShmTransport::connect(options, store, deadline));
+    for (int r : local) route[static_cast<std::size_t>(r)] = static_cast<int>(transports.size() - 1);
+  }
+  if (!remote.empty()) {
+    std::string bind = transport_bind_address(info);
+    tcp::TcpOptions options{.rank = info.rank, .peers = remote, .bind_addr = bind, .advertise_addr = bind,
+                            .token = info.job_token};
+    if (bind == "0.0.0.0") options.advertise_addr = net::route_source_address(info.master_addr, info.master_port);
+    transports.push_back(tcp::TcpTransport::connect(options, store, deadline));
+    for (int r : remote) route[static_cast<std::size_t>(r)] = static_cast<int>(transports.size() - 1);
+  }
+  FabricOptions fabric_options{.spin_seconds = static_cast<double>(env::get_int(env::kSpinUs)) * 1e-6};
+  return std::make_shared<Fabric>(info.rank, info.world_size, std::move(transports), std::move(route), fabric_options);
+}
+
+}  // namespace
+
+std::shared_ptr<World> World::create() {
+  auto world = std::make_shared<World>();
+  world->info = discover_rank_info();
+  const RankInfo& info = world->info;
+  if (info.world_size == 1) {
+    world->topology = Topology({default_host_id()});
+    world->fabric = std::make_shared<Fabric>(0, 1, std::vector<std::unique_ptr<Transport>>{}, std::vector<int>{0},
+                                             FabricOptions{});
+    return world;
+  }
+  Deadline deadline = Deadline::from_env();
+  if (info.rank == 0) world->store_server = start_store_server(info);
+  world->store = std::make_unique<StoreClient>(info.master_addr, info.master_port, info.job_token, info.rank, deadline);
+  std::string job_id = agree_on_job_id(info, *world->store, deadline);
+  world->topology = Topology(exchange_host_ids(info, *world->store, deadline));
+  world->fabric = connect_fabric(info, world->topology, *world->store, job_id, deadline);
+  return world;
+}
+
+}  // namespace braid

@@ -1,0 +1,28 @@
+// What every communicator of one job shares: the rendezvous store (served by rank 0), the
+// Fabric of connections to every rank, and the world's host topology. Built once by
+// Communicator::init(); kept alive by the communicators that use it.
+#pragma once
+
+#include <memory>
+
+#include "braid/bootstrap/rank_discovery.h"
+#include "braid/bootstrap/store.h"
+#include "braid/comm/topology.h"
+#include "braid/transport/fabric.h"
+
+namespace braid {
+
+struct World {
+  RankInfo info;
+  // Declaration order is destruction order reversed: the fabric closes first, the store
+  // server (rank 0) last, so no rank loses the store while it still needs it.
+  std::unique_ptr<StoreServer> store_server;
+  std::unique_ptr<StoreClient> store;
+  Topology topology;
+  std::shared_ptr<Fabric> fabric;
+
+  // Rendezvous, host discovery and transport set-up for the job the environment describes.
+  static std::shared_ptr<World> create();
+};
+
+}  // namespace braid

@@ -1,0 +1,64 @@
+// What a message is about. Every message carries its envelope in its wire header, and every
+// receive states the envelope it expects: a difference is how braid turns a broken ordering
+// contract (ranks calling different operations, sizes or types) into braid::Mismatch
+// instead of a hang or silently wrong numbers.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "braid/base/dtype.h"
+
+namespace braid {
+
+// The operation a message belongs to. Values are part of the wire format: never renumber.
+enum class OpKind : std::uint8_t {
+  kSendRecv = 1,  // user point-to-point
+  kBarrier = 2,
+  kSplit = 3,
+  kAllreduce = 4,
+  kReduceScatter = 5,
+  kAllgather = 6,
+  kBroadcast = 7,
+  kReduce = 8,
+  kAlltoall = 9,
+  kAlltoallv = 10,
+  kGather = 11,
+  kScatter = 12,
+};
+
+std::string_view op_kind_name(OpKind op);
+bool is_valid_op_kind(std::uint8_t raw);
+
+// Messages of user point-to-point calls and of collectives travel in separate matching spaces,
+// so a user tag can never be confused with a collective's internal traffic.
+enum class Channel : std::uint8_t { kUser = 0, kCollective = 1 };
+
+// Where a message is delivered: its communicator, channel and tag. Receives match the oldest
+// message from the same peer with the same key (MPI's non-overtaking rule).
+struct MatchKey {
+  std::uint64_t comm_id = 0;
+  Channel channel = Channel::kUser;
+  std::uint32_t tag = 0;
+
+  friend bool operator==(const MatchKey&, const MatchKey&) = default;
+};
+
+// Sequence numbers of user point-to-point messages are informational (they appear in error
+// messages) and are not compared, because tags legitimately reorder them.
+inline constexpr std::int64_t kAnySeq = -1;
+
+struct Envelope {
+  OpKind op = OpKind::kSendRecv;
+  std::int64_t seq = kAnySeq;
+  DType dtype = DType::kU8;
+  std::uint64_t bytes = 0;
+};
+
+// "allreduce #12, 4096 bytes of f32"
+std::string describe(const Envelope& envelope);
+// Empty when `actual` satisfies `expected`, else a sentence saying what differs.
+std::string envelope_difference(const Envelope& expected, const Envelope& actual);
+
+}  // namespace braid

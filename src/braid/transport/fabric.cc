@@ -1,0 +1,178 @@
+#include "braid/transport/fabric.h"
+
+#include <immintrin.h>
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "braid/base/log.h"
+#include "braid/transport/loopback_transport.h"
+
+namespace braid {
+
+namespace {
+
+// How often a sleeping waiter wakes to check that its peers are alive (the 5 s PeerLost bound
+// needs far less; 50 ms keeps the cost of the check negligible).
+constexpr Seconds kLivenessInterval{0.05};
+
+}  // namespace
+
+Fabric::Fabric(int rank, int world_size, std::vector<std::unique_ptr<Transport>> transports, std::vector<int> route,
+               FabricOptions options)
+    : rank_(rank),
+      world_size_(world_size),
+      options_(options),
+      transports_(std::move(transports)),
+      self_(std::make_unique<LoopbackTransport>(rank)),
+      route_(std::move(route)) {}
+
+Fabric::~Fabric() { shutdown(); }
+
+std::string_view Fabric::transport_name(int peer) const {
+  if (peer == rank_) return self_->name();
+  return transports_[static_cast<std::size_t>(route_[static_cast<std::size_t>(peer)])]->name();
+}
+
+Transport& Fabric::route(int peer) {
+  if (peer == rank_) return *self_;
+  return *transports_[static_cast<std::size_t>(route_[static_cast<std::size_t>(peer)])];
+}
+
+void Fabric::post(const RequestPtr& request) {
+  std::lock_guard lock(mu_);
+  if (poison_) std::rethrow_exception(poison_);
+  try {
+    Transport& t = route(request->peer);
+    if (request->is_send()) {
+      t.post_send(request);
+    } else {
+      t.post_recv(request);
+    }
+    progress_locked();  // start moving bytes now: the caller may compute before it waits
+  } catch (const Error&) {
+    poison_and_throw_locked(std::current_exception());
+  }
+}
+
+bool Fabric::progress_locked() {
+  bool moved = false;
+  for (auto& t : transports_) moved |= t->progress();
+  return moved;
+}
+
+void Fabric::check_peers_locked() {
+  for (auto& t : transports_) t->check_peers();
+}
+
+void Fabric::poison_and_throw_locked(std::exception_ptr error) {
+  if (!poison_) {
+    poison_ = error;
+    try {
+      std::rethrow_exception(error);
+    } catch (const Error& e) {
+      log::debug("rank {}: communication stopped: {}", rank_, e.what());
+      int peer = e.context().peer;
+      // Tell the peer the error names, unless it is the one that is gone (or the one that told us).
+      if (peer >= 0 && peer < world_size_ && peer != rank_ && e.kind() != ErrorKind::kPeerLost &&
+          e.context().op != "abort") {
+        route(peer).send_abort(peer, e);
+      }
+    } catch (...) {
+    }
+    for (auto& t : transports_) t->fail_all(error);
+    self_->fail_all(error);
+  }
+  std::rethrow_exception(poison_);
+}
+
+void Fabric::rethrow_if_failed(const Request& request) {
+  if (request.error) std::rethrow_exception(request.error);
+}
+
+bool Fabric::test(const RequestPtr& request) {
+  if (!request->complete.load(std::memory_order_acquire)) {
+    std::lock_guard lock(mu_);
+    if (poison_) std::rethrow_exception(poison_);
+    try {
+      progress_locked();
+    } catch (const Error&) {
+      poison_and_throw_locked(std::current_exception());
+    }
+  }
+  if (!request->complete.load(std::memory_order_acquire)) return false;
+  rethrow_if_failed(*request);
+  return true;
+}
+
+void Fabric::wait(const RequestPtr& request, Deadline deadline) {
+  const auto start = Clock::now();
+  const auto spin_end = start + std::chrono::duration_cast<Clock::duration>(Seconds(options_.spin_seconds));
+  auto next_liveness_check = start + std::chrono::duration_cast<Clock::duration>(kLivenessInterval);
+  while (!test(request)) {
+    auto now = Clock::now();
+    if (now < spin_end) {
+      _mm_pause();
+      continue;
+    }
+    if (deadline.expired()) throw_timeout(*request, Seconds(now - start).count());
+    sleep_until_activity(request, deadline.remaining(kLivenessInterval));
+    if (Clock::now() >= next_liveness_check) {
+      std::lock_guard lock(mu_);
+      try {
+        check_peers_locked();
+      } catch (const Error&) {
+        poison_and_throw_locked(std::current_exception());
+      }
+      next_liveness_check = Clock::now() + std::chrono::duration_cast<Clock::duration>(kLivenessInterval);
+    }
+  }
+}
+
+void Fabric::sleep_until_activity(const RequestPtr& request, Seconds max_wait) {
+  WakeupArm arm;
+  {
+    std::lock_guard lock(mu_);
+    for (auto& t : transports_) t->arm_wakeup(arm);
+    bool moved = false;
+    try {
+      moved = progress_locked();
+    } catch (const Error&) {
+      for (auto& t : transports_) t->disarm_wakeup();
+      poison_and_throw_locked(std::current_exception());
+    }
+    if (moved || request->complete.load(std::memory_order_acquire)) {
+      for (auto& t : transports_) t->disarm_wakeup();
+      return;
+    }
+  }
+  // With both kinds of transport there is no single thing to sleep on: alternate short sleeps.
+  Seconds each = transports_.size() > 1 ? std::min(max_wait, Seconds(0.001)) : max_wait;
+  for (auto& t : transports_) t->sleep(arm, each);
+  std::lock_guard lock(mu_);
+  for (auto& t : transports_) t->disarm_wakeup();
+}
+
+void Fabric::throw_timeout(const Request& request, double waited_seconds) {
+  std::lock_guard lock(mu_);
+  ErrorContext ctx{.rank = rank_, .peer = request.peer, .op = std::string(op_kind_name(request.envelope.op)),
+                   .seq = request.envelope.seq};
+  std::string what = fmt::format(
+      "timed out after {:.1f} s waiting to {} {} {} rank {} ({}/{} bytes moved); the peer may be stuck, or the ranks "
+      "called different operations (BRAID_TIMEOUT sets the limit)",
+      waited_seconds, request.is_send() ? "send" : "receive", describe(request.envelope),
+      request.is_send() ? "to" : "from", request.peer, request.transferred, request.envelope.bytes);
+  poison_and_throw_locked(std::make_exception_ptr(Timeout(ctx, what)));
+}
+
+void Fabric::shutdown() noexcept {
+  std::lock_guard lock(mu_);
+  if (shut_down_) return;
+  shut_down_ = true;
+  if (poison_) return;  // streams are out of step; peers will see the connections close
+  Deadline deadline = Deadline::after(Seconds(options_.shutdown_seconds));
+  for (auto& t : transports_) t->shutdown(deadline);
+}
+
+}  // namespace braid

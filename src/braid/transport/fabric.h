@@ -1,0 +1,76 @@
+// The Fabric is this process's connection to every rank of the job: one transport per peer
+// (shm within the host, tcp across hosts, loopback for itself), shared by the world
+// communicator and every communicator split from it. It owns the progress loop: Fabric::wait
+// moves bytes on all transports until the awaited request completes, spinning for
+// BRAID_SPIN_US and then sleeping on a futex / poll, and checks peers' liveness while asleep.
+//
+// Failure model (as NCCL's communicator abort): the first error a rank meets poisons the
+// Fabric. Every pending request fails with it, every later call rethrows it, and the peer the
+// error names is told (an abort frame), so it raises an error too instead of hanging.
+//
+// Thread-safety: all methods may be called from any thread. One mutex serialises transport
+// access; sleeping happens outside it.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "braid/base/clock.h"
+#include "braid/transport/request.h"
+#include "braid/transport/transport.h"
+
+namespace braid {
+
+struct FabricOptions {
+  double spin_seconds = 50e-6;       // BRAID_SPIN_US
+  double shutdown_seconds = 30.0;    // bound on the orderly close at the end of the job
+};
+
+class Fabric {
+ public:
+  // `route[r]` is the index in `transports` that reaches rank r (any value for r == rank:
+  // messages to self use the loopback transport).
+  Fabric(int rank, int world_size, std::vector<std::unique_ptr<Transport>> transports, std::vector<int> route,
+         FabricOptions options);
+  ~Fabric();
+  Fabric(const Fabric&) = delete;
+  Fabric& operator=(const Fabric&) = delete;
+
+  int rank() const { return rank_; }
+  int world_size() const { return world_size_; }
+  // "shm", "tcp" or "self": how this rank reaches `peer`.
+  std::string_view transport_name(int peer) const;
+
+  // Starts a transfer. REQUIRES: request->peer in [0, world_size). Throws if poisoned.
+  void post(const RequestPtr& request);
+  // Drives progress until `request` completes; rethrows its error. Throws Timeout at `deadline`.
+  void wait(const RequestPtr& request, Deadline deadline);
+  // One progress pass; true if `request` has completed (rethrows its error if it failed).
+  bool test(const RequestPtr& request);
+
+  // Orderly close (idempotent). Called by the destructor when the fabric is not poisoned.
+  void shutdown() noexcept;
+
+ private:
+  Transport& route(int peer);
+  bool progress_locked();
+  void check_peers_locked();
+  void sleep_until_activity(const RequestPtr& request, Seconds max_wait);
+  [[noreturn]] void poison_and_throw_locked(std::exception_ptr error);
+  [[noreturn]] void throw_timeout(const Request& request, double waited_seconds);
+  static void rethrow_if_failed(const Request& request);
+
+  const int rank_;
+  const int world_size_;
+  const FabricOptions options_;
+  std::vector<std::unique_ptr<Transport>> transports_;  // shm / tcp
+  std::unique_ptr<Transport> self_;
+  std::vector<int> route_;
+
+  std::mutex mu_;
+  std::exception_ptr poison_;  // GUARDED_BY(mu_)
+  bool shut_down_ = false;     // GUARDED_BY(mu_)
+};
+
+}  // namespace braid

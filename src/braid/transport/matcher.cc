@@ -1,0 +1,85 @@
+#include "braid/transport/matcher.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "braid/base/error.h"
+
+namespace braid {
+
+void Matcher::post_recv(const RequestPtr& recv) {
+  auto it = std::find_if(unexpected_.begin(), unexpected_.end(),
+                         [&](const auto& m) { return m->key == recv->key && !m->waiting_recv; });
+  if (it == unexpected_.end()) {
+    posted_.push_back(recv);
+    return;
+  }
+  check_envelope(*recv, (*it)->envelope);
+  if (!(*it)->complete) {
+    (*it)->waiting_recv = recv;  // finish_message delivers it
+    return;
+  }
+  deliver(**it, *recv);
+  unexpected_.erase(it);
+}
+
+IncomingMessage Matcher::begin_message(const WireHeader& header) {
+  MatchKey key = key_of(header);
+  Envelope envelope = envelope_of(header);
+  IncomingMessage message;
+  message.bytes = envelope.bytes;
+  auto it = std::find_if(posted_.begin(), posted_.end(), [&](const RequestPtr& r) { return r->key == key; });
+  if (it != posted_.end()) {
+    check_envelope(**it, envelope);
+    message.recv = *it;
+    message.dst = message.recv->data;
+    posted_.erase(it);
+    return message;
+  }
+  auto buffered = std::make_shared<UnexpectedMessage>();
+  buffered->key = key;
+  buffered->envelope = envelope;
+  buffered->data = std::make_unique_for_overwrite<std::byte[]>(std::max<std::uint64_t>(envelope.bytes, 1));
+  message.dst = buffered->data.get();
+  message.unexpected = buffered;
+  unexpected_.push_back(std::move(buffered));
+  return message;
+}
+
+void Matcher::finish_message(IncomingMessage& message) {
+  if (message.recv) {
+    message.recv->transferred = message.bytes;
+    message.recv->finish();
+    return;
+  }
+  UnexpectedMessage& buffered = *message.unexpected;
+  buffered.complete = true;
+  if (!buffered.waiting_recv) return;
+  deliver(buffered, *buffered.waiting_recv);
+  auto it = std::find(unexpected_.begin(), unexpected_.end(), message.unexpected);
+  if (it != unexpected_.end()) unexpected_.erase(it);
+}
+
+void Matcher::fail_all(const std::exception_ptr& error) {
+  for (auto& recv : posted_) recv->fail(error);
+  posted_.clear();
+  for (auto& buffered : unexpected_) {
+    if (buffered->waiting_recv) buffered->waiting_recv->fail(error);
+  }
+  unexpected_.clear();
+}
+
+void Matcher::check_envelope(const Request& recv, const Envelope& actual) const {
+  std::string difference = envelope_difference(recv.envelope, actual);
+  if (difference.empty()) return;
+  throw Mismatch({.rank = rank_, .peer = peer_, .op = std::string(op_kind_name(recv.envelope.op)), .seq = recv.envelope.seq},
+                 difference);
+}
+
+void Matcher::deliver(const UnexpectedMessage& message, Request& recv) {
+  if (message.envelope.bytes > 0) std::memcpy(recv.data, message.data.get(), message.envelope.bytes);
+  recv.transferred = message.envelope.bytes;
+  recv.finish();
+}
+
+}  // namespace braid

@@ -1,0 +1,116 @@
+#include "braid/transport/matcher.h"
+
+#include <cstring>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "braid/base/error.h"
+
+namespace braid {
+namespace {
+
+constexpr MatchKey kTag1{.comm_id = 1, .channel = Channel::kUser, .tag = 1};
+constexpr MatchKey kTag2{.comm_id = 1, .channel = Channel::kUser, .tag = 2};
+
+RequestPtr make_recv(const MatchKey& key, std::string& buffer, std::size_t bytes) {
+  buffer.assign(bytes, '\0');
+  auto r = std::make_shared<Request>();
+  r->kind = Request::Kind::kRecv;
+  r->peer = 1;
+  r->key = key;
+  r->envelope = {.op = OpKind::kSendRecv, .seq = kAnySeq, .dtype = DType::kU8, .bytes = bytes};
+  r->data = reinterpret_cast<std::byte*>(buffer.data());
+  return r;
+}
+
+// Feeds a whole message through the matcher as a transport would.
+void arrive(Matcher& m, const MatchKey& key, const std::string& payload) {
+  WireHeader h = make_data_header(key, {.op = OpKind::kSendRecv, .seq = 0, .dtype = DType::kU8, .bytes = payload.size()});
+  IncomingMessage in = m.begin_message(h);
+  std::memcpy(in.dst, payload.data(), payload.size());
+  in.received = payload.size();
+  m.finish_message(in);
+}
+
+TEST(MatcherTest, PostedReceiveGetsThePayloadDirectly) {
+  Matcher m(0, 1);
+  std::string buf;
+  auto r = make_recv(kTag1, buf, 5);
+  m.post_recv(r);
+  arrive(m, kTag1, "hello");
+  EXPECT_TRUE(r->complete);
+  EXPECT_EQ(buf, "hello");
+  EXPECT_FALSE(m.has_posted_recvs());
+}
+
+TEST(MatcherTest, UnexpectedMessagesAreBufferedUntilClaimed) {
+  Matcher m(0, 1);
+  arrive(m, kTag2, "second");
+  arrive(m, kTag1, "first");
+  std::string a, b;
+  auto r1 = make_recv(kTag1, a, 5);
+  m.post_recv(r1);
+  auto r2 = make_recv(kTag2, b, 6);
+  m.post_recv(r2);
+  EXPECT_TRUE(r1->complete && r2->complete);
+  EXPECT_EQ(a, "first");
+  EXPECT_EQ(b, "second");
+}
+
+TEST(MatcherTest, SameTagIsFirstInFirstOut) {
+  Matcher m(0, 1);
+  arrive(m, kTag1, "one");
+  arrive(m, kTag1, "two");
+  std::string a, b;
+  auto r1 = make_recv(kTag1, a, 3);
+  auto r2 = make_recv(kTag1, b, 3);
+  m.post_recv(r1);
+  m.post_recv(r2);
+  EXPECT_EQ(a, "one");
+  EXPECT_EQ(b, "two");
+}
+
+TEST(MatcherTest, ReceivePostedWhileMessageArrivesWaitsForItsEnd) {
+  Matcher m(0, 1);
+  WireHeader h = make_data_header(kTag1, {.op = OpKind::kSendRecv, .dtype = DType::kU8, .bytes = 4});
+  IncomingMessage in = m.begin_message(h);  // unexpected, still arriving
+  std::string buf;
+  auto r = make_recv(kTag1, buf, 4);
+  m.post_recv(r);
+  EXPECT_FALSE(r->complete);
+  std::memcpy(in.dst, "data", 4);
+  in.received = 4;
+  m.finish_message(in);
+  EXPECT_TRUE(r->complete);
+  EXPECT_EQ(buf, "data");
+}
+
+TEST(MatcherTest, SizeMismatchThrowsNamingBothSizes) {
+  Matcher m(0, 1);
+  std::string buf;
+  m.post_recv(make_recv(kTag1, buf, 8));
+  WireHeader h = make_data_header(kTag1, {.op = OpKind::kSendRecv, .dtype = DType::kU8, .bytes = 4});
+  try {
+    m.begin_message(h);
+    FAIL() << "expected Mismatch";
+  } catch (const Mismatch& e) {
+    std::string what = e.what();
+    EXPECT_NE(what.find("8 bytes"), std::string::npos) << what;
+    EXPECT_NE(what.find("4 bytes"), std::string::npos) << what;
+    EXPECT_EQ(e.context().peer, 1);
+  }
+}
+
+TEST(MatcherTest, FailAllFailsPostedReceives) {
+  Matcher m(0, 1);
+  std::string buf;
+  auto r = make_recv(kTag1, buf, 1);
+  m.post_recv(r);
+  m.fail_all(std::make_exception_ptr(PeerLost({}, "gone")));
+  EXPECT_TRUE(r->complete);
+  EXPECT_THROW(std::rethrow_exception(r->error), PeerLost);
+}
+
+}  // namespace
+}  // namespace braid

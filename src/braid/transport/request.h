@@ -1,0 +1,44 @@
+// One point-to-point transfer in flight: a send or a receive, owned jointly by the caller's
+// Work handle and the transport moving its bytes (so dropping a handle never leaves a
+// transport writing through a dangling request).
+//
+// Thread-safety: every field but `complete` is touched only under the Fabric's lock.
+// `complete` is written (release) by the progressing thread and may be read (acquire)
+// without the lock by test().
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <memory>
+
+#include "braid/transport/envelope.h"
+
+namespace braid {
+
+struct Request {
+  enum class Kind : std::uint8_t { kSend, kRecv };
+
+  Kind kind = Kind::kSend;
+  int peer = -1;       // global rank of the other side
+  MatchKey key;
+  Envelope envelope;   // send: what is sent; recv: what is expected
+  std::byte* data = nullptr;  // send: the source (never written); recv: the destination
+
+  // Progress, owned by the transport handling the request.
+  std::uint64_t transferred = 0;
+  std::exception_ptr error;
+  std::atomic<bool> complete{false};
+
+  bool is_send() const { return kind == Kind::kSend; }
+  void finish() { complete.store(true, std::memory_order_release); }
+  void fail(std::exception_ptr e) {
+    error = std::move(e);
+    finish();
+  }
+};
+
+using RequestPtr = std::shared_ptr<Request>;
+
+}  // namespace braid

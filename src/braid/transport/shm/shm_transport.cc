@@ -1,0 +1,299 @@
+#include "braid/transport/shm/shm_transport.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "braid/bootstrap/store.h"
+#include "braid/transport/shm/futex.h"
+
+namespace braid::shm {
+
+// Everything this rank knows about one local peer: the ring it writes (in the peer's
+// segment), the ring it reads (in its own), the requests in flight, and the peer's process.
+struct ShmTransport::Peer {
+  int rank = -1;
+  Segment segment;  // the peer's segment, mapped here
+  SegmentHeader* header = nullptr;
+  RingWriter out;
+  RingReader in;
+  PeerProcess process;
+  Matcher matcher;
+  std::deque<RequestPtr> sends;
+  bool front_header_written = false;
+  std::optional<IncomingMessage> incoming;
+
+  Peer(int self, int peer_rank) : rank(peer_rank), matcher(self, peer_rank) {}
+
+  bool pending() const { return !sends.empty() || incoming.has_value() || matcher.has_posted_recvs(); }
+  // The operation a PeerLost error names: the oldest thing this rank is waiting for.
+  const Request* oldest_request() const {
+    if (incoming && incoming->recv) return incoming->recv.get();
+    if (!sends.empty()) return sends.front().get();
+    return nullptr;
+  }
+};
+
+std::string segment_name(const std::string& job_id, int rank) { return fmt::format("/braid-{}-{}", job_id, rank); }
+
+namespace {
+
+std::string store_key(const char* stage, int rank) { return fmt::format("shm/{}/{}", stage, rank); }
+
+void wait_for_stage(StoreClient& store, const char* stage, const std::vector<int>& ranks, Deadline deadline) {
+  std::vector<std::string> keys;
+  for (int r : ranks) keys.push_back(store_key(stage, r));
+  store.wait(keys, deadline);
+}
+
+void check_peer_segment(const SegmentHeader& h, const SegmentLayout& layout, int peer, int rank) {
+  ErrorContext ctx{.rank = rank, .peer = peer, .op = "shm.connect"};
+  if (h.magic != kSegmentMagic || h.version != kSegmentVersion) {
+    throw Corrupt(ctx, "shared-memory segment has a bad magic or version (another braid build?)");
+  }
+  if (h.slots != layout.slots || h.ring_bytes != layout.ring_bytes || h.total_bytes != layout.total_bytes()) {
+    throw Mismatch(ctx, fmt::format("shared-memory geometry differs: peer has {} slots of {} bytes, this rank expects {} of {} "
+                                    "(is BRAID_SHM_RING_BYTES the same on every rank?)",
+                                    h.slots, h.ring_bytes, layout.slots, layout.ring_bytes));
+  }
+}
+
+std::size_t local_index(const std::vector<int>& local_ranks, int rank) {
+  return static_cast<std::size_t>(std::find(local_ranks.begin(), local_ranks.end(), rank) - local_ranks.begin());
+}
+
+}  // namespace
+
+ShmTransport::ShmTransport(const ShmOptions& options)
+    : options_(options), layout_{options.local_ranks.size(), options.ring_bytes} {}
+
+ShmTransport::~ShmTransport() = default;
+
+std::unique_ptr<ShmTransport> ShmTransport::connect(const ShmOptions& options, StoreClient& store, Deadline deadline) {
+  std::unique_ptr<ShmTransport> t(new ShmTransport(options));
+  const int self = options.rank;
+  std::string own_name = segment_name(options.job_id, self);
+  t->own_segment_ = Segment::create(own_name, t->layout_.total_bytes());
+  SegmentHeader* own = t->own_header();
+  own->magic = kSegmentMagic;
+  own->version = kSegmentVersion;
+  own->owner_rank = self;
+  own->owner_pid = static_cast<std::int32_t>(::getpid());
+  own->slots = static_cast<std::uint32_t>(t->layout_.slots);
+  own->ring_bytes = t->layout_.ring_bytes;
+  own->total_bytes = t->layout_.total_bytes();
+
+  store.set(store_key("created", self), own_name);
+  wait_for_stage(store, "created", options.local_ranks, deadline);
+
+  const std::size_t my_slot = local_index(options.local_ranks, self);
+  int max_rank = *std::max_element(options.local_ranks.begin(), options.local_ranks.end());
+  t->peer_index_.assign(static_cast<std::size_t>(max_rank) + 1, -1);
+  for (int r : options.local_ranks) {
+    if (r == self) continue;
+    auto p = std::make_unique<Peer>(self, r);
+    p->segment = Segment::open(segment_name(options.job_id, r));
+    if (p->segment.size() < sizeof(SegmentHeader)) throw Corrupt({.rank = self, .peer = r, .op = "shm.connect"}, "segment too small");
+    p->header = reinterpret_cast<SegmentHeader*>(p->segment.data());
+    check_peer_segment(*p->header, t->layout_, r, self);
+    std::size_t their_slot = local_index(options.local_ranks, r);
+    p->out = RingWriter(reinterpret_cast<RingControl*>(p->segment.data() + t->layout_.control_offset(my_slot)),
+                        p->segment.data() + t->layout_.ring_offset(my_slot), t->layout_.ring_bytes);
+    std::byte* own_base = t->own_segment_.data();
+    p->in = RingReader(reinterpret_cast<RingControl*>(own_base + t->layout_.control_offset(their_slot)),
+                       own_base + t->layout_.ring_offset(their_slot), t->layout_.ring_bytes);
+    p->process = PeerProcess(p->header->owner_pid);
+    t->peer_index_[static_cast<std::size_t>(r)] = static_cast<int>(t->peers_.size());
+    t->peers_.push_back(std::move(p));
+  }
+
+  // Once every peer has mapped this segment, its name is no longer needed: unlinking now
+  // means no exit path, however abrupt, can leave it behind in /dev/shm.
+  store.set(store_key("mapped", self), "1");
+  wait_for_stage(store, "mapped", options.local_ranks, deadline);
+  Segment::unlink(own_name);
+  return t;
+}
+
+SegmentHeader* ShmTransport::own_header() const { return reinterpret_cast<SegmentHeader*>(own_segment_.data()); }
+
+ShmTransport::Peer& ShmTransport::peer(int rank) {
+  int index = rank >= 0 && static_cast<std::size_t>(rank) < peer_index_.size() ? peer_index_[static_cast<std::size_t>(rank)] : -1;
+  if (index < 0) throw InvalidArgument({.rank = options_.rank, .peer = rank, .op = "shm"}, "not a shared-memory peer");
+  return *peers_[static_cast<std::size_t>(index)];
+}
+
+void ShmTransport::post_send(const RequestPtr& send) {
+  peer(send->peer).sends.push_back(send);
+}
+
+void ShmTransport::post_recv(const RequestPtr& recv) { peer(recv->peer).matcher.post_recv(recv); }
+
+bool ShmTransport::progress() {
+  check_abort_mailbox();
+  bool moved = false;
+  for (auto& p : peers_) {
+    moved |= progress_recvs(*p);
+    moved |= progress_sends(*p);
+  }
+  return moved;
+}
+
+bool ShmTransport::progress_sends(Peer& p) {
+  bool moved = false;
+  while (!p.sends.empty()) {
+    Request& r = *p.sends.front();
+    if (!p.front_header_written) {
+      if (p.out.writable() < sizeof(WireHeader)) break;
+      WireHeader h = make_data_header(r.key, r.envelope);
+      p.out.put(&h, sizeof h);
+      p.front_header_written = true;
+      moved = true;
+    }
+    while (r.transferred < r.envelope.bytes) {
+      std::size_t n = std::min({p.out.writable(), options_.chunk_bytes,
+                                static_cast<std::size_t>(r.envelope.bytes - r.transferred)});
+      if (n == 0) break;
+      p.out.put(r.data + r.transferred, n);
+      r.transferred += n;
+      // Publish every chunk, so the receiver starts copying out while the next one goes in.
+      p.out.publish();
+      ring_doorbell(p.header);
+      moved = true;
+    }
+    if (r.transferred < r.envelope.bytes) break;
+    p.out.publish();
+    ring_doorbell(p.header);
+    r.finish();
+    p.sends.pop_front();
+    p.front_header_written = false;
+  }
+  return moved;
+}
+
+bool ShmTransport::progress_recvs(Peer& p) {
+  bool moved = false;
+  while (true) {
+    if (!p.incoming) {
+      if (p.in.readable() < sizeof(WireHeader)) break;
+      WireHeader h;
+      p.in.get(&h, sizeof h);
+      moved = true;
+      std::string problem = validate_header(h);
+      if (problem.empty() && h.frame != static_cast<std::uint8_t>(FrameType::kData)) problem = "unexpected control frame";
+      if (!problem.empty()) {
+        throw Corrupt({.rank = options_.rank, .peer = p.rank, .op = "recv"},
+                      fmt::format("shared-memory ring from rank {}: {}", p.rank, problem));
+      }
+      p.incoming = p.matcher.begin_message(h);
+    }
+    IncomingMessage& m = *p.incoming;
+    while (m.remaining() > 0) {
+      std::size_t n = std::min({p.in.readable(), options_.chunk_bytes, static_cast<std::size_t>(m.remaining())});
+      if (n == 0) break;
+      p.in.get(m.dst + m.received, n);
+      m.received += n;
+      if (m.recv) m.recv->transferred = m.received;
+      // Free the space at once: the sender may be waiting to write the next chunk.
+      p.in.release();
+      ring_doorbell(p.header);
+      moved = true;
+    }
+    if (m.remaining() > 0) break;
+    p.matcher.finish_message(m);
+    p.incoming.reset();
+  }
+  if (moved) {
+    p.in.release();
+    ring_doorbell(p.header);
+  }
+  return moved;
+}
+
+// Wake-up protocol (no lost wake-ups): a sleeper increments `sleepers`, reads the doorbell,
+// makes a last progress pass, and sleeps only while the doorbell still holds what it read.
+// A notifier publishes its data, increments the doorbell, then reads `sleepers`. All four are
+// seq_cst, so either the notifier sees the sleeper (and wakes it) or the sleeper's read of
+// the doorbell comes after the increment (and its futex_wait returns at once).
+void ShmTransport::ring_doorbell(SegmentHeader* header) {
+  header->doorbell.fetch_add(1, std::memory_order_seq_cst);
+  if (header->sleepers.load(std::memory_order_seq_cst) > 0) futex_wake_all(&header->doorbell);
+}
+
+void ShmTransport::arm_wakeup(WakeupArm& arm) {
+  own_header()->sleepers.fetch_add(1, std::memory_order_seq_cst);
+  arm.doorbell = own_header()->doorbell.load(std::memory_order_seq_cst);
+}
+
+void ShmTransport::sleep(const WakeupArm& arm, Seconds max_wait) {
+  futex_wait(&own_header()->doorbell, static_cast<std::uint32_t>(arm.doorbell), max_wait);
+}
+
+void ShmTransport::disarm_wakeup() { own_header()->sleepers.fetch_sub(1, std::memory_order_seq_cst); }
+
+void ShmTransport::check_abort_mailbox() {
+  AbortMailbox& box = own_header()->abort;
+  if (box.state.load(std::memory_order_acquire) != AbortMailbox::kFull) return;
+  std::string message(box.message, std::min<std::size_t>(box.length, kMaxAbortMessage));
+  auto kind = static_cast<ErrorKind>(box.kind);
+  if (box.kind < 1 || box.kind > static_cast<std::uint32_t>(ErrorKind::kSystem)) kind = ErrorKind::kCorrupt;
+  throw_error(kind, {.rank = options_.rank, .peer = box.from_rank, .op = "abort"},
+              fmt::format("rank {} stopped and reported: {}", box.from_rank, message));
+}
+
+void ShmTransport::send_abort(int peer_rank, const Error& error) noexcept {
+  int index = peer_rank >= 0 && static_cast<std::size_t>(peer_rank) < peer_index_.size()
+                  ? peer_index_[static_cast<std::size_t>(peer_rank)] : -1;
+  if (index < 0) return;
+  SegmentHeader* header = peers_[static_cast<std::size_t>(index)]->header;
+  AbortMailbox& box = header->abort;
+  std::uint32_t expected = AbortMailbox::kEmpty;
+  // The first report wins; later ones would only repeat the failure.
+  if (!box.state.compare_exchange_strong(expected, AbortMailbox::kWriting, std::memory_order_acq_rel)) return;
+  std::string text = error.what();
+  box.from_rank = options_.rank;
+  box.kind = static_cast<std::uint32_t>(error.kind());
+  box.length = static_cast<std::uint32_t>(std::min<std::size_t>(text.size(), kMaxAbortMessage));
+  std::memcpy(box.message, text.data(), box.length);
+  box.state.store(AbortMailbox::kFull, std::memory_order_release);
+  ring_doorbell(header);
+}
+
+void ShmTransport::check_peers() {
+  for (auto& p : peers_) {
+    if (!p->pending() || !p->process.exited()) continue;
+    progress_recvs(*p);  // what it wrote before exiting is still in the ring
+    if (!p->pending()) continue;
+    const Request* r = p->oldest_request();
+    ErrorContext ctx{.rank = options_.rank, .peer = p->rank, .op = "recv"};
+    if (r != nullptr) {
+      ctx.op = r->is_send() ? "send" : "recv";
+      ctx.seq = r->envelope.seq;
+    }
+    throw PeerLost(ctx, fmt::format("rank {} (pid {}) exited while a transfer with it was pending", p->rank, p->process.pid()));
+  }
+}
+
+void ShmTransport::fail_all(const std::exception_ptr& error) noexcept {
+  for (auto& p : peers_) {
+    for (auto& s : p->sends) s->fail(error);
+    p->sends.clear();
+    if (p->incoming && p->incoming->recv) p->incoming->recv->fail(error);
+    p->incoming.reset();
+    p->matcher.fail_all(error);
+  }
+}
+
+bool ShmTransport::has_pending() const {
+  return std::any_of(peers_.begin(), peers_.end(), [](const auto& p) { return p->pending(); });
+}
+
+void ShmTransport::shutdown(Deadline) noexcept {
+  // Completed sends already sit in the receivers' segments, which outlive this process's
+  // mappings; there is nothing to flush.
+}
+
+}  // namespace braid::shm

@@ -1,0 +1,102 @@
+// Building the TCP mesh. Each rank listens, publishes "host:port" in the store, then sends its
+// hello to every lower rank, accepts every higher rank, and finally collects the verdicts of
+// the lower ranks. Sending all hellos before waiting for any verdict means no rank waits on a
+// chain of others: rank 0 only accepts, and every accept is answered as it arrives.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <set>
+
+#include "braid/base/log.h"
+#include "braid/bootstrap/job_token.h"
+#include "braid/bootstrap/socket.h"
+#include "braid/bootstrap/store.h"
+#include "braid/transport/tcp/tcp_peer.h"
+#include "braid/transport/tcp/tcp_transport.h"
+
+namespace braid::tcp {
+
+namespace {
+
+std::string address_key(int rank) { return fmt::format("tcp/addr/{}", rank); }
+
+std::pair<std::string, std::uint16_t> split_endpoint(const std::string& endpoint, int rank) {
+  auto colon = endpoint.rfind(':');
+  if (colon == std::string::npos) {
+    throw Corrupt({.rank = rank, .op = "tcp.connect"}, fmt::format("malformed endpoint '{}' in the store", endpoint));
+  }
+  std::string host = endpoint.substr(0, colon);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  int port = std::atoi(endpoint.c_str() + colon + 1);
+  if (port <= 0 || port > 65535) {
+    throw Corrupt({.rank = rank, .op = "tcp.connect"}, fmt::format("bad port in endpoint '{}'", endpoint));
+  }
+  return {host, static_cast<std::uint16_t>(port)};
+}
+
+// Accepts until every rank in `expected` has connected with the right token. Connections that
+// fail the handshake (a stray client, a wrong token) are logged and dropped; setup goes on.
+std::vector<std::pair<int, UniqueFd>> accept_peers(int listen_fd, std::set<int> expected, const TcpOptions& options,
+                                                   Deadline deadline) {
+  std::vector<std::pair<int, UniqueFd>> accepted;
+  ErrorContext ctx{.rank = options.rank, .op = "tcp.accept"};
+  while (!expected.empty()) {
+    UniqueFd fd = net::accept_connection(listen_fd, deadline, ctx);
+    try {
+      net::Hello hello = net::server_handshake(fd.get(), options.token, net::Role::kTransportPeer, deadline, ctx);
+      if (!expected.contains(hello.rank)) {
+        log::warn("rank {}: dropped a transport connection claiming rank {} (not expected or duplicate)", options.rank,
+                  hello.rank);
+        continue;
+      }
+      expected.erase(hello.rank);
+      accepted.emplace_back(hello.rank, std::move(fd));
+    } catch (const Error& e) {
+      if (e.kind() == ErrorKind::kTimeout) throw;
+      log::warn("rank {}: refused a transport connection: {}", options.rank, e.detail());
+    }
+  }
+  return accepted;
+}
+
+}  // namespace
+
+std::unique_ptr<TcpTransport> TcpTransport::connect(const TcpOptions& options, StoreClient& store,
+                                                    Deadline deadline) {
+  std::unique_ptr<TcpTransport> t(new TcpTransport(options));
+  UniqueFd listener = net::tcp_listen(options.bind_addr, 0);
+  std::string endpoint = net::format_endpoint(options.advertise_addr, net::local_port(listener.get()));
+  store.set(address_key(options.rank), endpoint);
+
+  std::vector<std::pair<int, UniqueFd>> connections;
+  std::set<int> higher;
+  for (int peer : options.peers) {
+    if (peer > options.rank) {
+      higher.insert(peer);
+      continue;
+    }
+    ErrorContext ctx{.rank = options.rank, .peer = peer, .op = "tcp.connect"};
+    auto [host, port] = split_endpoint(store.get(address_key(peer), deadline), options.rank);
+    UniqueFd fd = net::tcp_connect(host, port, deadline, ctx);
+    net::Hello hello{.role = net::Role::kTransportPeer, .rank = options.rank, .token = options.token};
+    net::send_hello(fd.get(), hello, deadline, ctx);
+    connections.emplace_back(peer, std::move(fd));
+  }
+  for (auto& accepted : accept_peers(listener.get(), higher, options, deadline)) connections.push_back(std::move(accepted));
+  for (auto& [peer, fd] : connections) {
+    if (peer < options.rank) net::expect_accept(fd.get(), deadline, {.rank = options.rank, .peer = peer, .op = "tcp.connect"});
+  }
+
+  std::sort(connections.begin(), connections.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  int max_rank = connections.empty() ? 0 : connections.back().first;
+  t->peer_index_.assign(static_cast<std::size_t>(std::max(max_rank, options.rank)) + 1, -1);
+  for (auto& [peer, fd] : connections) {
+    net::set_nonblocking(fd.get());
+    net::set_nodelay(fd.get());
+    t->peer_index_[static_cast<std::size_t>(peer)] = static_cast<int>(t->peers_.size());
+    t->peers_.push_back(std::make_unique<Peer>(options.rank, peer, std::move(fd)));
+  }
+  return t;
+}
+
+}  // namespace braid::tcp

@@ -1,0 +1,53 @@
+// The state of one TCP connection inside TcpTransport (private to the tcp/ folder).
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <optional>
+#include <string>
+
+#include "braid/base/unique_fd.h"
+#include "braid/transport/matcher.h"
+#include "braid/transport/message_header.h"
+#include "braid/transport/tcp/tcp_transport.h"
+
+namespace braid::tcp {
+
+struct TcpTransport::Peer {
+  enum class State { kOpen, kClosed, kLost };
+
+  int rank = -1;
+  UniqueFd fd;
+  Matcher matcher;
+  State state = State::kOpen;
+  bool bye_received = false;
+  std::string lost_reason;
+
+  // Outgoing: control frames go out between data frames, data frames in post order.
+  std::string control;
+  std::deque<RequestPtr> sends;
+  WireHeader out_header{};
+  std::size_t out_header_sent = 0;
+  bool out_active = false;
+
+  // Incoming.
+  WireHeader in_header{};
+  std::size_t in_header_got = 0;
+  std::optional<IncomingMessage> incoming;
+  bool reading_abort = false;
+  std::uint8_t abort_kind = 0;
+  std::string abort_text;
+  std::uint64_t abort_expected = 0;
+
+  Peer(int self, int peer_rank, UniqueFd socket) : rank(peer_rank), fd(std::move(socket)), matcher(self, peer_rank) {}
+
+  bool pending() const { return !sends.empty() || incoming.has_value() || matcher.has_posted_recvs(); }
+  bool wants_to_write() const { return out_active || !sends.empty() || !control.empty(); }
+  const Request* oldest_request() const {
+    if (incoming && incoming->recv) return incoming->recv.get();
+    if (!sends.empty()) return sends.front().get();
+    return nullptr;
+  }
+};
+
+}  // namespace braid::tcp

@@ -1,0 +1,290 @@
+#include "braid/transport/tcp/tcp_transport.h"
+
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "braid/bootstrap/socket.h"
+#include "braid/transport/tcp/tcp_peer.h"
+
+namespace braid::tcp {
+
+namespace {
+
+// One syscall moves at most this much, so a huge message cannot starve the other peers.
+constexpr std::size_t kMaxIo = std::size_t{1} << 26;
+
+bool would_block(int err) { return err == EAGAIN || err == EWOULDBLOCK; }
+
+}  // namespace
+
+TcpTransport::TcpTransport(TcpOptions options) : options_(std::move(options)) {}
+TcpTransport::~TcpTransport() = default;
+
+TcpTransport::Peer& TcpTransport::peer(int rank) {
+  int index = rank >= 0 && static_cast<std::size_t>(rank) < peer_index_.size() ? peer_index_[static_cast<std::size_t>(rank)] : -1;
+  if (index < 0) throw InvalidArgument({.rank = options_.rank, .peer = rank, .op = "tcp"}, "not a TCP peer");
+  return *peers_[static_cast<std::size_t>(index)];
+}
+
+void TcpTransport::post_send(const RequestPtr& send) {
+  Peer& p = peer(send->peer);
+  if (p.state != Peer::State::kOpen) throw_lost(p, p.lost_reason);
+  p.sends.push_back(send);
+}
+
+void TcpTransport::post_recv(const RequestPtr& recv) {
+  Peer& p = peer(recv->peer);
+  p.matcher.post_recv(recv);
+  // A closed connection can still satisfy receives from what it delivered before closing.
+  if (p.state != Peer::State::kOpen && !recv->complete.load(std::memory_order_acquire)) throw_lost(p, p.lost_reason);
+}
+
+bool TcpTransport::progress() {
+  bool moved = false;
+  for (auto& p : peers_) {
+    moved |= progress_recvs(*p);
+    moved |= progress_sends(*p);
+  }
+  return moved;
+}
+
+bool TcpTransport::progress_sends(Peer& p) {
+  if (p.state != Peer::State::kOpen) return false;
+  bool moved = false;
+  while (true) {
+    if (!p.out_active) {
+      if (!p.control.empty()) {
+        ssize_t n = ::send(p.fd.get(), p.control.data(), p.control.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (n < 0) {
+          if (would_block(errno)) break;
+          if (errno == EINTR) continue;
+          on_eof(p, errno);
+          return moved;
+        }
+        p.control.erase(0, static_cast<std::size_t>(n));
+        moved = true;
+        continue;
+      }
+      if (p.sends.empty()) break;
+      const Request& next = *p.sends.front();
+      p.out_header = make_data_header(next.key, next.envelope);
+      p.out_header_sent = 0;
+      p.out_active = true;
+    }
+    Request& r = *p.sends.front();
+    iovec iov[2];
+    int count = 0;
+    if (p.out_header_sent < sizeof(WireHeader)) {
+      iov[count++] = {reinterpret_cast<char*>(&p.out_header) + p.out_header_sent, sizeof(WireHeader) - p.out_header_sent};
+    }
+    std::uint64_t left = r.envelope.bytes - r.transferred;
+    if (left > 0) iov[count++] = {r.data + r.transferred, static_cast<std::size_t>(std::min<std::uint64_t>(left, kMaxIo))};
+    if (count > 0) {
+      msghdr msg{};
+      msg.msg_iov = iov;
+      msg.msg_iovlen = static_cast<std::size_t>(count);
+      ssize_t n = ::sendmsg(p.fd.get(), &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+      if (n < 0) {
+        if (would_block(errno)) break;
+        if (errno == EINTR) continue;
+        on_eof(p, errno);
+        return moved;
+      }
+      moved = true;
+      auto sent = static_cast<std::size_t>(n);
+      std::size_t header_part = std::min(sent, sizeof(WireHeader) - p.out_header_sent);
+      p.out_header_sent += header_part;
+      r.transferred += sent - header_part;
+    }
+    if (p.out_header_sent == sizeof(WireHeader) && r.transferred == r.envelope.bytes) {
+      r.finish();
+      p.sends.pop_front();
+      p.out_active = false;
+    }
+  }
+  return moved;
+}
+
+bool TcpTransport::progress_recvs(Peer& p) {
+  if (p.state != Peer::State::kOpen) return false;
+  bool moved = false;
+  while (true) {
+    std::byte* dst = nullptr;
+    std::size_t want = 0;
+    if (p.incoming) {
+      dst = p.incoming->dst + p.incoming->received;
+      want = static_cast<std::size_t>(std::min<std::uint64_t>(p.incoming->remaining(), kMaxIo));
+    } else if (p.reading_abort) {
+      std::size_t have = p.abort_text.size();
+      p.abort_text.resize(p.abort_expected);
+      dst = reinterpret_cast<std::byte*>(p.abort_text.data()) + have;
+      want = p.abort_expected - have;
+      p.abort_text.resize(have);
+    } else {
+      dst = reinterpret_cast<std::byte*>(&p.in_header) + p.in_header_got;
+      want = sizeof(WireHeader) - p.in_header_got;
+    }
+    if (want > 0) {
+      ssize_t n = ::recv(p.fd.get(), dst, want, MSG_DONTWAIT);
+      if (n == 0 || (n < 0 && !would_block(errno) && errno != EINTR)) {
+        on_eof(p, n == 0 ? 0 : errno);
+        return moved;
+      }
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        break;
+      }
+      moved = true;
+      auto got = static_cast<std::size_t>(n);
+      if (p.incoming) {
+        p.incoming->received += got;
+        if (p.incoming->recv) p.incoming->recv->transferred = p.incoming->received;
+      } else if (p.reading_abort) {
+        p.abort_text.append(reinterpret_cast<const char*>(dst), got);
+      } else {
+        p.in_header_got += got;
+      }
+    }
+    if (p.incoming) {
+      if (p.incoming->remaining() > 0) continue;
+      p.matcher.finish_message(*p.incoming);
+      p.incoming.reset();
+      continue;
+    }
+    if (p.reading_abort) {
+      if (p.abort_text.size() < p.abort_expected) continue;
+      auto kind = static_cast<ErrorKind>(p.abort_kind);
+      if (p.abort_kind < 1 || p.abort_kind > static_cast<std::uint8_t>(ErrorKind::kSystem)) kind = ErrorKind::kCorrupt;
+      throw_error(kind, {.rank = options_.rank, .peer = p.rank, .op = "abort"},
+                  fmt::format("rank {} stopped and reported: {}", p.rank, p.abort_text));
+    }
+    if (p.in_header_got < sizeof(WireHeader)) continue;
+    p.in_header_got = 0;
+    std::string problem = validate_header(p.in_header);
+    if (!problem.empty()) {
+      throw Corrupt({.rank = options_.rank, .peer = p.rank, .op = "recv"},
+                    fmt::format("TCP stream from rank {}: {}", p.rank, problem));
+    }
+    switch (static_cast<FrameType>(p.in_header.frame)) {
+      case FrameType::kData: p.incoming = p.matcher.begin_message(p.in_header); break;
+      case FrameType::kAbort:
+        p.reading_abort = true;
+        p.abort_kind = p.in_header.op;
+        p.abort_expected = p.in_header.bytes;
+        p.abort_text.clear();
+        break;
+      case FrameType::kBye: p.bye_received = true; break;
+    }
+  }
+  return moved;
+}
+
+void TcpTransport::on_eof(Peer& p, int err) {
+  if (p.bye_received && err == 0) {
+    p.state = Peer::State::kClosed;
+    p.lost_reason = fmt::format("rank {} has already shut down its communicator", p.rank);
+  } else {
+    p.state = Peer::State::kLost;
+    p.lost_reason = err == 0 ? fmt::format("connection to rank {} closed unexpectedly (did the process die?)", p.rank)
+                             : fmt::format("connection to rank {} failed: {}", p.rank, std::strerror(err));
+  }
+  if (p.pending()) throw_lost(p, p.lost_reason);
+}
+
+void TcpTransport::throw_lost(const Peer& p, const std::string& why) const {
+  ErrorContext ctx{.rank = options_.rank, .peer = p.rank, .op = "recv"};
+  if (const Request* r = p.oldest_request()) {
+    ctx.op = r->is_send() ? "send" : "recv";
+    ctx.seq = r->envelope.seq;
+  }
+  throw PeerLost(ctx, why);
+}
+
+void TcpTransport::check_peers() {
+  for (auto& p : peers_) {
+    if (p->state != Peer::State::kOpen && p->pending()) throw_lost(*p, p->lost_reason);
+  }
+}
+
+void TcpTransport::arm_wakeup(WakeupArm& arm) {
+  for (auto& p : peers_) {
+    if (p->state != Peer::State::kOpen) continue;
+    short events = POLLIN;
+    if (p->wants_to_write()) events |= POLLOUT;
+    arm.poll_fds.push_back(pollfd{.fd = p->fd.get(), .events = events, .revents = 0});
+  }
+}
+
+void TcpTransport::sleep(const WakeupArm& arm, Seconds max_wait) {
+  std::vector<pollfd> fds = arm.poll_fds;
+  auto ms = static_cast<int>(max_wait.count() * 1000.0 + 0.999);
+  ::poll(fds.data(), fds.size(), std::max(ms, 0));
+}
+
+void TcpTransport::send_abort(int peer_rank, const Error& error) noexcept {
+  if (peer_rank < 0 || static_cast<std::size_t>(peer_rank) >= peer_index_.size() ||
+      peer_index_[static_cast<std::size_t>(peer_rank)] < 0) {
+    return;
+  }
+  Peer& p = *peers_[static_cast<std::size_t>(peer_index_[static_cast<std::size_t>(peer_rank)])];
+  if (p.state != Peer::State::kOpen) return;
+  std::string text = std::string(error.what()).substr(0, kMaxAbortMessage);
+  WireHeader h = make_abort_header(static_cast<std::uint8_t>(error.kind()), text.size());
+  p.control.append(reinterpret_cast<const char*>(&h), sizeof h);
+  p.control.append(text);
+  // This rank is about to stop progressing: push the frame out now if the stream is between
+  // data frames. If it is mid-frame, the peer learns from the connection closing instead.
+  try {
+    if (!p.out_active) progress_sends(p);
+  } catch (...) {
+  }
+}
+
+void TcpTransport::fail_all(const std::exception_ptr& error) noexcept {
+  for (auto& p : peers_) {
+    for (auto& s : p->sends) s->fail(error);
+    p->sends.clear();
+    p->out_active = false;
+    if (p->incoming && p->incoming->recv) p->incoming->recv->fail(error);
+    p->incoming.reset();
+    p->matcher.fail_all(error);
+  }
+}
+
+bool TcpTransport::has_pending() const {
+  return std::any_of(peers_.begin(), peers_.end(), [](const auto& p) { return p->pending(); });
+}
+
+void TcpTransport::shutdown(Deadline deadline) noexcept {
+  // Orderly close: bye, half-close, then read to EOF. Closing with unread bytes would make
+  // the kernel send RST, which can discard data the peer has not read yet.
+  for (auto& p : peers_) {
+    if (p->state != Peer::State::kOpen) continue;
+    try {
+      if (p->out_active) continue;  // a send was abandoned mid-frame; the peer sees EOF
+      WireHeader bye = make_bye_header();
+      p->control.append(reinterpret_cast<const char*>(&bye), sizeof bye);
+      net::write_all(p->fd.get(), p->control.data(), p->control.size(), deadline, {.rank = options_.rank, .peer = p->rank, .op = "shutdown"});
+      p->control.clear();
+      ::shutdown(p->fd.get(), SHUT_WR);
+    } catch (...) {
+    }
+  }
+  for (auto& p : peers_) {
+    if (p->state != Peer::State::kOpen) continue;
+    char sink[4096];
+    while (net::wait_ready(p->fd.get(), POLLIN, deadline)) {
+      ssize_t n = ::recv(p->fd.get(), sink, sizeof sink, MSG_DONTWAIT);
+      if (n == 0 || (n < 0 && !would_block(errno) && errno != EINTR)) break;
+    }
+    p->state = Peer::State::kClosed;
+  }
+}
+
+}  // namespace braid::tcp

@@ -1,0 +1,73 @@
+// Point-to-point transport over TCP: one connection per pair of ranks, full duplex,
+// TCP_NODELAY, non-blocking. Each direction is a stream of frames (message_header.h): a data
+// frame's payload is written straight from the sender's buffer (writev of header + payload)
+// and read straight into the matched receive's buffer, so large messages stream without a
+// staging copy. Abort and bye control frames travel between data frames.
+//
+// A connection that reaches EOF after the peer's bye frame was closed in order; one that
+// reaches EOF (or ECONNRESET) without it means the peer died. Either way a pending or later
+// request with that peer fails with braid::PeerLost at once (no waiting for the timeout).
+//
+// Thread-safety: see transport.h (everything but sleep() under the Fabric's lock).
+#pragma once
+
+#include <deque>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "braid/base/unique_fd.h"
+#include "braid/transport/matcher.h"
+#include "braid/transport/transport.h"
+
+namespace braid {
+class StoreClient;
+}
+
+namespace braid::tcp {
+
+struct TcpOptions {
+  int rank = 0;
+  std::vector<int> peers;        // global ranks reached over TCP (ascending, without `rank`)
+  std::string bind_addr;         // where this rank's listener binds
+  std::string advertise_addr;    // what peers are told to connect to
+  std::string token;             // the job token every connection proves
+};
+
+class TcpTransport final : public Transport {
+ public:
+  // Collective over `options.peers` (through `store`): listen, publish, connect the mesh (each
+  // rank connects to lower ranks and accepts higher ones), prove the job token both ways.
+  static std::unique_ptr<TcpTransport> connect(const TcpOptions& options, StoreClient& store, Deadline deadline);
+  ~TcpTransport() override;
+
+  std::string_view name() const override { return "tcp"; }
+  void post_send(const RequestPtr& send) override;
+  void post_recv(const RequestPtr& recv) override;
+  bool progress() override;
+  void check_peers() override;
+  void arm_wakeup(WakeupArm& arm) override;
+  void sleep(const WakeupArm& arm, Seconds max_wait) override;
+  void disarm_wakeup() override {}
+  void send_abort(int peer, const Error& error) noexcept override;
+  void fail_all(const std::exception_ptr& error) noexcept override;
+  bool has_pending() const override;
+  void shutdown(Deadline deadline) noexcept override;
+
+  struct Peer;
+
+ private:
+  explicit TcpTransport(TcpOptions options);
+  Peer& peer(int rank);
+  bool progress_sends(Peer& p);
+  bool progress_recvs(Peer& p);
+  void on_eof(Peer& p, int err);
+  [[noreturn]] void throw_lost(const Peer& p, const std::string& why) const;
+
+  TcpOptions options_;
+  std::vector<std::unique_ptr<Peer>> peers_;
+  std::vector<int> peer_index_;  // global rank -> index in peers_, or -1
+};
+
+}  // namespace braid::tcp

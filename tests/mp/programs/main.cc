@@ -1,0 +1,39 @@
+// braid-test-rank SCENARIO [ARGS...]: the rank program of the multi-process tests.
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <map>
+
+#include "braid/base/env.h"
+#include "braid/base/error.h"
+#include "scenario.h"
+
+int main(int argc, char** argv) {
+  using namespace braid::testing;
+  using Scenario = std::function<int(braid::Communicator&, const Args&)>;
+  const std::map<std::string, Scenario> scenarios{
+      {"pairs", scenario_pairs},       {"tags", scenario_tags},         {"barrier", scenario_barrier},
+      {"split", scenario_split},       {"mismatch", scenario_mismatch}, {"victim", scenario_victim},
+      {"bad-arguments", scenario_bad_arguments},
+  };
+  if (argc < 2 || !scenarios.contains(argv[1])) {
+    std::fprintf(stderr, "usage: braid-test-rank SCENARIO [ARGS...]; scenarios:");
+    for (const auto& [name, fn] : scenarios) std::fprintf(stderr, " %s", name.c_str());
+    std::fprintf(stderr, "\n");
+    return 2;
+  }
+  Args args(argv + 2, argv + argc);
+  if (auto job = braid::env::get(braid::env::kJobId)) RANK_SAY("JOBID %s", job->c_str());
+  // "badtoken" only corrupts this rank's token before joining, to be refused by the store.
+  if (std::getenv("BRAID_TEST_WRONG_TOKEN_RANK") != nullptr &&
+      braid::env::get(braid::env::kRank) == std::getenv("BRAID_TEST_WRONG_TOKEN_RANK")) {
+    ::setenv("BRAID_JOB_TOKEN", "00000000000000000000000000000000", 1);
+  }
+  try {
+    braid::Communicator comm = braid::Communicator::init();
+    return scenarios.at(argv[1])(comm, args);
+  } catch (const braid::Error& e) {
+    RANK_SAY("ERROR %s", e.what());
+    return 3;
+  }
+}

@@ -1,0 +1,39 @@
+// Scenarios run by braid-test-rank, the rank program of the multi-process tests. Each one is
+// executed by every rank of a braid-run job, prints what the test driver checks, and returns
+// the process exit code.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "braid/comm/communicator.h"
+
+namespace braid::testing {
+
+using Args = std::vector<std::string>;
+
+int scenario_pairs(Communicator& comm, const Args& args);
+int scenario_tags(Communicator& comm, const Args& args);
+int scenario_barrier(Communicator& comm, const Args& args);
+int scenario_split(Communicator& comm, const Args& args);
+int scenario_mismatch(Communicator& comm, const Args& args);
+int scenario_victim(Communicator& comm, const Args& args);
+int scenario_bad_arguments(Communicator& comm, const Args& args);
+
+// Deterministic content for the message from `src` to `dst` of `bytes` bytes, so the receiver
+// can verify every byte without another copy of it.
+void fill_pattern(std::uint8_t* data, std::size_t bytes, int src, int dst, std::uint64_t salt);
+// Index of the first byte that differs from the pattern, or -1.
+long long first_pattern_error(const std::uint8_t* data, std::size_t bytes, int src, int dst, std::uint64_t salt);
+
+// printf to stdout, flushed at once (braid-run forwards lines as they come).
+#define RANK_SAY(...)           \
+  do {                          \
+    std::printf(__VA_ARGS__);   \
+    std::printf("\n");          \
+    std::fflush(stdout);        \
+  } while (0)
+
+}  // namespace braid::testing
