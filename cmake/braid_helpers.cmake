@@ -3,10 +3,11 @@
 
 set(BRAID_WARNINGS -Wall -Wextra -Wpedantic -Wshadow -Wnon-virtual-dtor -Wno-missing-field-initializers)
 
-# braid_library(NAME base SOURCES a.cc ... DEPS other_targets...)
-# Creates the static library braid_<NAME> with alias braid::<NAME>, exported for install.
+# braid_library(NAME base SOURCES a.cc ... DEPS other_targets... [INTERNAL])
+# Creates the static library braid_<NAME> with alias braid::<NAME>, exported for install
+# unless INTERNAL (code behind a tool, linked into it and tested, but not part of the API).
 function(braid_library)
-  cmake_parse_arguments(ARG "" "NAME" "SOURCES;DEPS" ${ARGN})
+  cmake_parse_arguments(ARG "INTERNAL" "NAME" "SOURCES;DEPS" ${ARGN})
   set(target braid_${ARG_NAME})
   add_library(${target} STATIC ${ARG_SOURCES})
   add_library(braid::${ARG_NAME} ALIAS ${target})
@@ -17,7 +18,9 @@ function(braid_library)
     $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
   target_link_libraries(${target} PUBLIC ${ARG_DEPS})
   set_target_properties(${target} PROPERTIES EXPORT_NAME ${ARG_NAME})
-  set_property(GLOBAL APPEND PROPERTY BRAID_EXPORTED_TARGETS ${target})
+  if(NOT ARG_INTERNAL)
+    set_property(GLOBAL APPEND PROPERTY BRAID_EXPORTED_TARGETS ${target})
+  endif()
 endfunction()
 
 # braid_tool(NAME braid-run SOURCES main.cc ... DEPS ...): an installed executable.
@@ -51,6 +54,7 @@ function(braid_test)
     BRAID_TEST_BIN_DIR="${PROJECT_BINARY_DIR}/tests"
     BRAID_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
   gtest_discover_tests(${ARG_NAME}
+    TEST_PREFIX "${ARG_NAME}."
     DISCOVERY_TIMEOUT 60
     PROPERTIES TIMEOUT ${ARG_TIMEOUT} LABELS "${ARG_LABELS}")
 endfunction()

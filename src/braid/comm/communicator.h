@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "braid/base/dtype.h"
+#include "braid/comm/scratch_buffer.h"
 #include "braid/comm/topology.h"
 #include "braid/comm/work.h"
 #include "braid/transport/envelope.h"
@@ -82,6 +83,8 @@ class Communicator {
   // Transfers on the collective channel; the receiver checks the sender's envelope.
   Work post_collective_send(const void* data, const Envelope& envelope, int peer);
   Work post_collective_recv(void* data, const Envelope& envelope, int peer);
+  // Scratch memory for the running collective (reused across calls; see scratch_buffer.h).
+  std::byte* scratch(std::size_t bytes) { return scratch_.get(bytes); }
 
  private:
   Communicator(std::shared_ptr<World> world, std::vector<int> members, int rank, std::uint64_t id, Topology topology);
@@ -95,6 +98,7 @@ class Communicator {
   Topology topology_;
   std::int64_t next_collective_seq_ = 0;
   std::int64_t next_send_seq_ = 0;
+  ScratchBuffer scratch_;
 };
 
 }  // namespace braid

@@ -1,5 +1,7 @@
 #include "braid/comm/world.h"
 
+#include <sched.h>
+
 #include <algorithm>
 
 #include <fmt/format.h>
@@ -62,6 +64,14 @@ std::vector<std::string> exchange_host_ids(const RankInfo& info, StoreClient& st
   return ids;
 }
 
+// Whether the ranks on this host outnumber the cores this process may run on.
+bool ranks_outnumber_cores(const Topology& topology, int rank) {
+  cpu_set_t cpus;
+  CPU_ZERO(&cpus);
+  int cores = ::sched_getaffinity(0, sizeof cpus, &cpus) == 0 ? CPU_COUNT(&cpus) : 1;
+  return topology.local_size(rank) > cores;
+}
+
 std::shared_ptr<Fabric> connect_fabric(const RankInfo& info, const Topology& topology, StoreClient& store,
                                        const std::string& job_id, Deadline deadline) {
   std::vector<int> local;
@@ -95,7 +105,8 @@ std::shared_ptr<Fabric> connect_fabric(const RankInfo& info, const Topology& top
     transports.push_back(tcp::TcpTransport::connect(options, store, deadline));
     for (int r : remote) route[static_cast<std::size_t>(r)] = static_cast<int>(transports.size() - 1);
   }
-  FabricOptions fabric_options{.spin_seconds = static_cast<double>(env::get_int(env::kSpinUs)) * 1e-6};
+  FabricOptions fabric_options{.spin_seconds = static_cast<double>(env::get_int(env::kSpinUs)) * 1e-6,
+                               .yield_while_spinning = ranks_outnumber_cores(topology, info.rank)};
   return std::make_shared<Fabric>(info.rank, info.world_size, std::move(transports), std::move(route), fabric_options);
 }
 

@@ -24,6 +24,7 @@ namespace braid {
 
 struct FabricOptions {
   double spin_seconds = 50e-6;       // BRAID_SPIN_US
+  bool yield_while_spinning = false; // set when this host's ranks outnumber its cores
   double shutdown_seconds = 30.0;    // bound on the orderly close at the end of the job
 };
 

@@ -1,0 +1,82 @@
+#include "bench_options.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "braid/base/error.h"
+
+namespace braid::bench {
+
+DType SweepOptions::dtype() const {
+  auto parsed = parse_dtype(dtype_name);
+  if (!parsed) throw InvalidArgument({.op = "braid-bench"}, fmt::format("unknown dtype '{}' (f32, f64, f16, bf16, i32, i64, u8)", dtype_name));
+  return *parsed;
+}
+
+ReduceOp SweepOptions::op() const {
+  auto parsed = parse_reduce_op(op_name);
+  if (!parsed) throw InvalidArgument({.op = "braid-bench"}, fmt::format("unknown op '{}' (sum, avg, min, max, prod)", op_name));
+  return *parsed;
+}
+
+std::uint64_t parse_size(const std::string& text) {
+  std::size_t digits = 0;
+  while (digits < text.size() && std::isdigit(static_cast<unsigned char>(text[digits]))) ++digits;
+  if (digits == 0) throw InvalidArgument({.op = "braid-bench"}, fmt::format("'{}' is not a size (e.g. 8, 64K, 16M, 1G)", text));
+  std::uint64_t value = std::stoull(text.substr(0, digits));
+  std::string suffix = text.substr(digits);
+  std::transform(suffix.begin(), suffix.end(), suffix.begin(), [](unsigned char c) { return std::toupper(c); });
+  if (suffix == "" || suffix == "B") return value;
+  if (suffix == "K" || suffix == "KB" || suffix == "KIB") return value << 10;
+  if (suffix == "M" || suffix == "MB" || suffix == "MIB") return value << 20;
+  if (suffix == "G" || suffix == "GB" || suffix == "GIB") return value << 30;
+  throw InvalidArgument({.op = "braid-bench"}, fmt::format("'{}' has an unknown size suffix '{}' (K, M or G)", text, suffix));
+}
+
+void add_sweep_flags(CLI::App& app, SweepOptions& options, bool with_reduction) {
+  auto size_flag = [&app](const char* name, std::uint64_t& target, const char* help) {
+    app.add_option_function<std::string>(name, [&target](const std::string& s) { target = parse_size(s); }, help)
+        ->type_name("SIZE");
+  };
+  size_flag("-b,--minbytes", options.min_bytes, "smallest message (default 8)");
+  size_flag("-e,--maxbytes", options.max_bytes, "largest message (default 256M)");
+  app.add_option("-f,--stepfactor", options.factor, "size multiplication factor (default 2)")->check(CLI::Range(1.0, 1e6));
+  app.add_option("-n,--iters", options.iters, "timed iterations per size (default: by size)")->check(CLI::PositiveNumber);
+  app.add_option("-w,--warmup", options.warmup, "untimed iterations per size (default: by size)")->check(CLI::NonNegativeNumber);
+  app.add_option("--repeats", options.repeats, "timed batches per size; the median is reported (default 5)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("-c,--check", options.check, "check every result (1) or not (0); default 1");
+  app.add_option("--json", options.json_path, "also write the results as JSON to this file");
+  app.add_option("--csv", options.csv_path, "also write the results as CSV to this file");
+  if (with_reduction) {
+    app.add_option("-d,--datatype", options.dtype_name, "f32, f64, f16, bf16, i32, i64 or u8 (default f32)");
+    app.add_option("-o,--op", options.op_name, "sum, avg, min, max or prod (default sum)");
+  }
+}
+
+std::vector<std::uint64_t> size_sweep(const SweepOptions& options, std::uint64_t multiple_of) {
+  if (options.min_bytes > options.max_bytes) {
+    throw InvalidArgument({.op = "braid-bench"}, fmt::format("-b {} is larger than -e {}", options.min_bytes, options.max_bytes));
+  }
+  std::vector<std::uint64_t> sizes;
+  double size = static_cast<double>(options.min_bytes);
+  while (size <= static_cast<double>(options.max_bytes) + 0.5) {
+    auto bytes = static_cast<std::uint64_t>(size) / multiple_of * multiple_of;
+    if (sizes.empty() || bytes != sizes.back()) sizes.push_back(bytes);
+    double next = options.factor == 1 ? size + static_cast<double>(std::max<std::uint64_t>(options.min_bytes, 1))
+                                      : size * options.factor;
+    if (next <= size) break;
+    size = next;
+  }
+  return sizes;
+}
+
+int default_iters(std::uint64_t bytes, std::uint64_t budget_bytes) {
+  std::uint64_t iters = budget_bytes / std::max<std::uint64_t>(bytes, 1);
+  return static_cast<int>(std::clamp<std::uint64_t>(iters, 5, 1000));
+}
+
+}  // namespace braid::bench

@@ -1,0 +1,47 @@
+// Options every braid-bench subcommand shares, with the nccl-tests names and meanings:
+// -b/-e/-f sweep message sizes from min to max by a factor, -n/--iters and -w/--warmup set
+// repetitions, -c checks results, and --json/--csv write machine-readable copies.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "braid/base/dtype.h"
+#include "braid/base/reduce_op.h"
+
+namespace braid::bench {
+
+struct SweepOptions {
+  std::uint64_t min_bytes = 8;
+  std::uint64_t max_bytes = 256u << 20;
+  double factor = 2;
+  std::optional<int> iters;   // default: chosen per size (more for small messages)
+  std::optional<int> warmup;
+  int repeats = 5;            // timed batches; the median is reported
+  bool check = true;
+  std::string json_path;
+  std::string csv_path;
+  std::string dtype_name = "f32";
+  std::string op_name = "sum";
+
+  DType dtype() const;
+  ReduceOp op() const;
+};
+
+// Registers the shared flags on a subcommand.
+void add_sweep_flags(CLI::App& app, SweepOptions& options, bool with_reduction);
+
+// "8", "4K", "1M", "256M", "1G" (binary multiples) -> bytes. Throws InvalidArgument.
+std::uint64_t parse_size(const std::string& text);
+// min, min*f, ..., up to max (max included when the sweep lands on it); a factor of 1 means
+// an arithmetic step of min (as nccl-tests' -i). Sizes are rounded down to `multiple_of`.
+std::vector<std::uint64_t> size_sweep(const SweepOptions& options, std::uint64_t multiple_of);
+// Default repetitions for a message of `bytes`: enough to time small messages precisely
+// without spending minutes on 256 MiB ones.
+int default_iters(std::uint64_t bytes, std::uint64_t budget_bytes);
+
+}  // namespace braid::bench

@@ -1,0 +1,20 @@
+// Inputs whose reductions are exact in every dtype (small integers), so -c can demand the
+// exact expected bytes from every algorithm rather than a tolerance.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "braid/base/dtype.h"
+#include "braid/base/reduce_op.h"
+
+namespace braid::bench {
+
+// The value rank `rank` contributes at element `index`.
+double input_value(ReduceOp op, int rank, std::int64_t index);
+// The exact result at element `index` over `ranks` ranks.
+double expected_value(ReduceOp op, int ranks, std::int64_t index, DType dtype);
+// Writes `value` into element `index` of `data` in `dtype`'s representation.
+void store_value(void* data, std::int64_t index, DType dtype, double value);
+
+}  // namespace braid::bench

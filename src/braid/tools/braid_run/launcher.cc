@@ -1,0 +1,231 @@
+#include "braid/tools/braid_run/launcher.h"
+
+#include <poll.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <csignal>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "braid/base/clock.h"
+#include "braid/base/error.h"
+#include "braid/tools/braid_run/exit_status.h"
+#include "braid/tools/braid_run/job_environment.h"
+#include "braid/tools/braid_run/output_forwarder.h"
+#include "braid/tools/braid_run/rank_process.h"
+#include "braid/tools/braid_run/shm_cleanup.h"
+#include "braid/tools/braid_run/signal_scope.h"
+
+namespace braid::launcher {
+
+namespace {
+
+// Each poll() returns at least this often, so rank exits are re-checked even if a SIGCHLD
+// were ever missed; it costs nothing measurable.
+constexpr int kPollCapMs = 1000;
+// Once every rank has ended and its group is killed, pipes close at once, unless a process
+// that left its rank's group (setsid) still holds one. Its output is not worth waiting for.
+constexpr Seconds kDrainLimit{2.0};
+
+std::string count_ranks(int n) { return n == 1 ? "1 rank" : fmt::format("{} ranks", n); }
+
+// One line on braid-run's stderr, in one write so it cannot split around rank output.
+void announce(const std::string& message) {
+  std::string line = fmt::format("braid-run: {}\n", message);
+  ssize_t ignored = ::write(STDERR_FILENO, line.data(), line.size());
+  (void)ignored;  // stderr gone: nowhere left to report to
+}
+
+// The ranks of one job and the policy that stops them. Members are destroyed in reverse
+// order: output pipes first, then the ranks (each SIGKILLed and reaped if still there).
+class Job {
+ public:
+  Job(const LauncherOptions& options, SignalScope& signals) : options_(options), signals_(signals) {}
+
+  void start(const JobIdentity& identity);
+  // Runs until every rank has ended; returns braid-run's exit code.
+  int supervise();
+
+ private:
+  bool stopping() const { return exit_code_.has_value(); }
+  int running_count() const;
+  int next_wakeup_ms() const;
+
+  void wait_for_events(int timeout_ms);
+  void handle_signals();
+  void on_interrupt(int signal);
+  void check_ranks();
+  void check_deadlines();
+  void stop(int exit_code, const std::string& reason);
+  void kill_all();
+  void signal_all(int signal);
+  void finish();
+
+  const LauncherOptions& options_;
+  SignalScope& signals_;
+  std::vector<RankProcess> ranks_;
+  std::vector<OutputForwarder> outputs_;
+  Deadline job_deadline_ = Deadline::never();
+  std::optional<int> exit_code_;  // set by the first reason to stop the job
+  Deadline kill_deadline_ = Deadline::never();
+  bool killed_ = false;
+};
+
+void Job::start(const JobIdentity& identity) {
+  if (options_.timeout_seconds) job_deadline_ = Deadline::after(Seconds(*options_.timeout_seconds));
+  const std::vector<std::string> base = current_environment();
+  const int world_size = options_.num_ranks;
+  ranks_.reserve(static_cast<std::size_t>(world_size));
+  for (int rank = 0; rank < world_size; ++rank) {
+    RankLaunch launch{.rank = rank,
+                      .argv = options_.command,
+                      .environment = rank_environment(base, options_.extra_env, identity, rank, world_size),
+                      .capture_output = options_.prefix_output,
+                      .signal_mask = signals_.original_mask()};
+    RankProcess& process = ranks_.emplace_back(RankProcess::spawn(launch));
+    if (!options_.prefix_output) continue;
+    std::string prefix = fmt::format("[{}] ", rank);
+    outputs_.emplace_back(process.take_stdout(), STDOUT_FILENO, prefix);
+    outputs_.emplace_back(process.take_stderr(), STDERR_FILENO, prefix);
+  }
+}
+
+int Job::supervise() {
+  while (running_count() > 0) {
+    wait_for_events(next_wakeup_ms());
+    handle_signals();
+    check_ranks();
+    check_deadlines();
+  }
+  finish();
+  return exit_code_.value_or(0);
+}
+
+int Job::running_count() const {
+  return static_cast<int>(std::count_if(ranks_.begin(), ranks_.end(), [](const RankProcess& r) { return !r.ended(); }));
+}
+
+int Job::next_wakeup_ms() const {
+  int ms = kPollCapMs;
+  if (!stopping()) ms = std::min(ms, job_deadline_.remaining_ms(kPollCapMs));
+  if (stopping() && !killed_) ms = std::min(ms, kill_deadline_.remaining_ms(kPollCapMs));
+  return ms;
+}
+
+// Sleeps until a signal arrives, a pipe has output, or `timeout_ms` passes, and forwards one
+// read's worth of every readable pipe (one read each: a chatty rank cannot starve the rest).
+void Job::wait_for_events(int timeout_ms) {
+  std::vector<pollfd> fds{{signals_.fd(), POLLIN, 0}};
+  std::vector<OutputForwarder*> sources;
+  for (OutputForwarder& output : outputs_) {
+    if (!output.open()) continue;
+    fds.push_back({output.source_fd(), POLLIN, 0});
+    sources.push_back(&output);
+  }
+  if (::poll(fds.data(), fds.size(), timeout_ms) < 0) {
+    if (errno == EINTR) return;
+    throw_system_error({.op = "poll"}, "poll", errno);
+  }
+  for (std::size_t i = 1; i < fds.size(); ++i) {
+    if (fds[i].revents != 0) sources[i - 1]->pump();
+  }
+}
+
+void Job::handle_signals() {
+  while (int signal = signals_.next_signal()) {
+    // SIGCHLD: check_ranks() runs next anyway. SIGPIPE: the write that caused it got EPIPE.
+    if (signal != SIGCHLD && signal != SIGPIPE) on_interrupt(signal);
+  }
+}
+
+void Job::on_interrupt(int signal) {
+  if (!stopping()) {
+    stop(128 + signal,
+         fmt::format("received {}; terminating {}", signal_name(signal), count_ranks(running_count())));
+  } else if (!killed_) {
+    // A second Ctrl-C means "now": skip the rest of the grace period.
+    announce(fmt::format("received {} again; killing the ranks", signal_name(signal)));
+    kill_all();
+  }
+}
+
+void Job::check_ranks() {
+  for (RankProcess& rank : ranks_) {
+    if (rank.ended()) continue;
+    std::optional<ExitStatus> status = rank.poll_exit();
+    if (!status || status->success() || stopping()) continue;
+    std::string reason = fmt::format("rank {} (pid {}) {}", rank.rank(), rank.pid(), status->describe());
+    if (int others = running_count(); others > 0) {
+      reason += fmt::format("; terminating the other {}", count_ranks(others));
+    }
+    stop(status->shell_code(), reason);
+  }
+}
+
+void Job::check_deadlines() {
+  if (!stopping() && job_deadline_.expired()) {
+    stop(kTimeoutExitCode, fmt::format("job timed out after {} s (--timeout); terminating {}",
+                                       *options_.timeout_seconds, count_ranks(running_count())));
+  }
+  if (stopping() && !killed_ && kill_deadline_.expired()) kill_all();
+}
+
+void Job::stop(int exit_code, const std::string& reason) {
+  exit_code_ = exit_code;
+  announce(reason);
+  signal_all(SIGTERM);
+  kill_deadline_ = Deadline::after(Seconds(options_.grace_seconds));
+}
+
+void Job::kill_all() {
+  if (int left = running_count(); left > 0) {
+    announce(fmt::format("{} still running {} s after SIGTERM; sending SIGKILL", count_ranks(left),
+                         options_.grace_seconds));
+  }
+  signal_all(SIGKILL);
+  killed_ = true;
+}
+
+// Ended ranks are signalled too: their unreaped leaders keep the group ids reserved, and
+// whatever they started may still be running in those groups.
+void Job::signal_all(int signal) {
+  for (RankProcess& rank : ranks_) rank.signal_group(signal);
+}
+
+// Every rank has ended. What they left behind in their groups goes too (no orphans), then
+// the rest of their output is forwarded and the leaders are reaped.
+void Job::finish() {
+  signal_all(SIGKILL);
+  Deadline drain = Deadline::after(kDrainLimit);
+  auto any_open = [this] {
+    return std::any_of(outputs_.begin(), outputs_.end(), [](const OutputForwarder& o) { return o.open(); });
+  };
+  while (any_open() && !drain.expired()) {
+    wait_for_events(drain.remaining_ms(kPollCapMs));
+    while (signals_.next_signal() != 0) {
+      // The job is over; a late Ctrl-C has nothing left to stop.
+    }
+  }
+  for (OutputForwarder& output : outputs_) output.close();
+  for (RankProcess& rank : ranks_) rank.kill_and_reap();
+}
+
+}  // namespace
+
+int run_job(const LauncherOptions& options) {
+  // Declaration order is destruction order reversed: the ranks die before the janitor removes
+  // their segments, and signals stay routed to the signalfd until both are done.
+  SignalScope signals({SIGINT, SIGTERM, SIGHUP, SIGCHLD, SIGPIPE});
+  JobIdentity identity = make_job_identity(options);
+  ShmJanitor janitor(identity.job_id);
+  Job job(options, signals);
+  job.start(identity);
+  return job.supervise();
+}
+
+}  // namespace braid::launcher

@@ -1,0 +1,119 @@
+#include "braid/tools/braid_run/launcher_options.h"
+
+#include <cmath>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "braid/tools/braid_run/job_environment.h"
+
+namespace braid::launcher {
+
+namespace {
+
+constexpr const char* kDescription =
+    "braid-run -n N [OPTIONS] [--] PROG [ARGS...]\n\n"
+    "Starts N rank processes of PROG on this host with the BRAID_* environment a braid job\n"
+    "needs, prefixes their output with \"[rank] \", and stops them all when one fails.";
+constexpr const char* kFooter =
+    "Example: braid-run -n 4 ./train --epochs 3\n"
+    "Everything from PROG on is passed to PROG; put -- before PROG if it starts with '-'.\n"
+    "Exit code: 0 when every rank exits 0; the failing rank's code (128+N if killed by signal N);\n"
+    "124 on --timeout; 130/143 on SIGINT/SIGTERM; 126/127 when PROG cannot be executed;\n"
+    "2 on a usage error. See docs/launcher.md.";
+
+struct Flags {
+  LauncherOptions options;
+  bool no_prefix = false;
+};
+
+void add_flags(CLI::App& app, Flags& flags) {
+  LauncherOptions& o = flags.options;
+  app.add_option("-n,--nproc", o.num_ranks, "number of rank processes to start")->required();
+  app.add_option("--master-addr", o.master_addr, "address of rank 0's rendezvous store")->capture_default_str();
+  app.add_option("--master-port", o.master_port, "port of the rendezvous store (default: a free port)");
+  app.add_option("--grace", o.grace_seconds, "seconds between SIGTERM and SIGKILL when stopping ranks")
+      ->capture_default_str();
+  app.add_option("--timeout", o.timeout_seconds, "wall-clock limit of the job in seconds (default: none)");
+  app.add_flag("--no-prefix", flags.no_prefix, "pass rank output through unchanged, without \"[rank] \"");
+  // No extra args: each --env takes one value, so `--env A=1 PROG` never swallows PROG.
+  app.add_option("--env", o.extra_env, "KEY=VALUE added to every rank's environment (repeatable)")
+      ->allow_extra_args(false);
+  // Everything from the first positional argument on is the rank program's command line.
+  app.prefix_command();
+}
+
+// Splits what CLI11 left over into the program's command line. An unknown option before
+// PROG is left over too, and must be reported rather than executed.
+std::string take_command(std::vector<std::string> rest, LauncherOptions& options) {
+  bool after_separator = !rest.empty() && rest.front() == "--";
+  if (after_separator) rest.erase(rest.begin());
+  if (!after_separator && !rest.empty() && rest.front().starts_with('-')) {
+    return fmt::format("unknown option '{}'", rest.front());
+  }
+  options.command = std::move(rest);
+  return "";
+}
+
+ParseOutcome usage_error(const std::string& message) {
+  return {.exit_code = kUsageExitCode,
+          .err = fmt::format("braid-run: {}\nRun with --help for more information.\n", message)};
+}
+
+std::string validate_env_entry(const std::string& entry) {
+  auto eq = entry.find('=');
+  if (eq == std::string::npos || eq == 0) return fmt::format("--env expects KEY=VALUE, got '{}'", entry);
+  std::string_view key = std::string_view(entry).substr(0, eq);
+  for (const env::Variable& var : launcher_variables()) {
+    if (key == var.name) return fmt::format("--env cannot set {}: braid-run sets it for each rank", key);
+  }
+  return "";
+}
+
+}  // namespace
+
+std::string validate_launcher_options(const LauncherOptions& o) {
+  if (o.num_ranks < 1) return fmt::format("-n must be at least 1, got {}", o.num_ranks);
+  if (o.command.empty()) return "no program given (usage: braid-run -n N [--] PROG [ARGS...])";
+  if (o.master_addr.empty()) return "--master-addr must not be empty";
+  if (o.master_port < 0 || o.master_port > 65535) {
+    return fmt::format("--master-port must be in 0..65535, got {}", o.master_port);
+  }
+  if (!std::isfinite(o.grace_seconds) || o.grace_seconds < 0) {
+    return fmt::format("--grace must be a number of seconds >= 0, got {}", o.grace_seconds);
+  }
+  if (o.timeout_seconds && !(*o.timeout_seconds > 0)) {
+    return fmt::format("--timeout must be a number of seconds > 0, got {}", *o.timeout_seconds);
+  }
+  for (const std::string& entry : o.extra_env) {
+    if (std::string problem = validate_env_entry(entry); !problem.empty()) return problem;
+  }
+  return "";
+}
+
+ParseOutcome parse_launcher_options(std::span<const std::string> args) {
+  CLI::App app{kDescription, "braid-run"};
+  app.footer(kFooter);
+  Flags flags;
+  add_flags(app, flags);
+
+  std::vector<const char*> argv{"braid-run"};
+  for (const std::string& arg : args) argv.push_back(arg.c_str());
+  try {
+    app.parse(static_cast<int>(argv.size()), argv.data());
+  } catch (const CLI::CallForHelp&) {
+    return {.exit_code = 0, .out = app.help()};
+  } catch (const CLI::ParseError& e) {
+    return usage_error(e.what());
+  }
+  flags.options.prefix_output = !flags.no_prefix;
+  if (std::string problem = take_command(app.remaining(), flags.options); !problem.empty()) {
+    return usage_error(problem);
+  }
+  if (std::string problem = validate_launcher_options(flags.options); !problem.empty()) {
+    return usage_error(problem);
+  }
+  return {.options = std::move(flags.options)};
+}
+
+}  // namespace braid::launcher

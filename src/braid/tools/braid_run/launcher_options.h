@@ -1,0 +1,52 @@
+// braid-run's command line, parsed into a plain struct. Parsing is separate from running so
+// the tests can check every flag and every usage error without starting a process.
+#pragma once
+
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace braid::launcher {
+
+struct LauncherOptions {
+  // -n: how many rank processes to start. Required; at least 1.
+  int num_ranks = 0;
+  // --master-addr: where ranks find rank 0's rendezvous store. Loopback by default, so a
+  // single-host job never listens on a network interface (DESIGN.md, Security).
+  std::string master_addr = "127.0.0.1";
+  // --master-port: the store's TCP port; 0 (the default) lets braid-run pick a free one.
+  int master_port = 0;
+  // --grace: seconds between SIGTERM and SIGKILL when braid-run stops ranks. Long enough
+  // for a rank to flush logs and unlink its files; short enough that Ctrl-C feels prompt.
+  double grace_seconds = 5.0;
+  // --timeout: wall-clock limit of the whole job in seconds; unset means none.
+  std::optional<double> timeout_seconds;
+  // --no-prefix clears it: ranks then write straight to braid-run's stdout / stderr.
+  bool prefix_output = true;
+  // --env KEY=VALUE (repeatable): added to every rank's environment, later ones win.
+  std::vector<std::string> extra_env;
+  // PROG ARGS...: PROG is looked up in PATH.
+  std::vector<std::string> command;
+};
+
+// What parsing decided: either run the job with `options`, or exit at once with `exit_code`
+// after printing `out` (--help) to stdout and `err` (a usage error) to stderr.
+struct ParseOutcome {
+  std::optional<LauncherOptions> options;
+  int exit_code = 0;
+  std::string out;
+  std::string err;
+};
+
+// Exit code for command-line mistakes (as argparse, hence torchrun, uses).
+inline constexpr int kUsageExitCode = 2;
+
+// Parses braid-run's arguments; `args` excludes argv[0].
+ParseOutcome parse_launcher_options(std::span<const std::string> args);
+
+// The first semantic problem with `options` ("" when there is none): the checks CLI11's
+// syntax cannot express, such as the --env variables braid-run reserves for itself.
+std::string validate_launcher_options(const LauncherOptions& options);
+
+}  // namespace braid::launcher
