@@ -30,8 +30,8 @@ inline constexpr Variable kTransport{"BRAID_TRANSPORT", "auto", "auto (shm withi
 inline constexpr Variable kHostId{"BRAID_HOST_ID", "", "host identity; ranks with equal ids use shared memory (default: hostname + boot id)"};
 inline constexpr Variable kBindAddr{"BRAID_BIND_ADDR", "", "address transport listeners bind to and advertise (default: loopback, or the local address that reaches the master when it is not local)"};
 inline constexpr Variable kSpinUs{"BRAID_SPIN_US", "50", "microseconds a waiting rank polls before it sleeps on a futex / poll"};
-inline constexpr Variable kShmRingBytes{"BRAID_SHM_RING_BYTES", "4194304", "bytes of each shared-memory ring (one per ordered pair of ranks on a host)"};
-inline constexpr Variable kShmChunkBytes{"BRAID_SHM_CHUNK_BYTES", "262144", "largest piece a shared-memory send publishes at once (pipelining grain)"};
+inline constexpr Variable kShmRingBytes{"BRAID_SHM_RING_BYTES", "524288", "bytes of each shared-memory ring (one per ordered pair of ranks on a host)"};
+inline constexpr Variable kShmChunkBytes{"BRAID_SHM_CHUNK_BYTES", "32768", "largest piece a shared-memory send publishes at once (pipelining grain)"};
 inline constexpr Variable kLogLevel{"BRAID_LOG_LEVEL", "warn", "error, warn, info or debug"};
 
 // --- other launchers' variables, read when braid's own are absent -----------------------

@@ -213,18 +213,24 @@ bool ShmTransport::progress_recvs(Peer& p) {
   return moved;
 }
 
-// Wake-up protocol (no lost wake-ups): a sleeper increments `sleepers`, reads the doorbell,
-// makes a last progress pass, and sleeps only while the doorbell still holds what it read.
-// A notifier publishes its data, increments the doorbell, then reads `sleepers`. All four are
-// seq_cst, so either the notifier sees the sleeper (and wakes it) or the sleeper's read of
-// the doorbell comes after the increment (and its futex_wait returns at once).
+// Wake-up protocol (no lost wake-ups, and no shared write when nobody sleeps): a sleeper
+// increments `sleepers`, issues a seq_cst fence, reads the doorbell, makes a last progress
+// pass, and sleeps only while the doorbell still holds what it read. A notifier publishes its
+// data, issues a seq_cst fence, and only if it sees a sleeper increments the doorbell and
+// wakes it. The two fences forbid the store-buffering outcome in which each side misses the
+// other's write: either the notifier sees the sleeper, or the sleeper's last pass sees the
+// data. In the common case (the peer is spinning) a message costs no write to a shared line
+// beyond the ring itself.
 void ShmTransport::ring_doorbell(SegmentHeader* header) {
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (header->sleepers.load(std::memory_order_relaxed) == 0) return;
   header->doorbell.fetch_add(1, std::memory_order_seq_cst);
-  if (header->sleepers.load(std::memory_order_seq_cst) > 0) futex_wake_all(&header->doorbell);
+  futex_wake_all(&header->doorbell);
 }
 
 void ShmTransport::arm_wakeup(WakeupArm& arm) {
   own_header()->sleepers.fetch_add(1, std::memory_order_seq_cst);
+  std::atomic_thread_fence(std::memory_order_seq_cst);
   arm.doorbell = own_header()->doorbell.load(std::memory_order_seq_cst);
 }
 

@@ -38,8 +38,8 @@ struct ShmOptions {
   int rank = 0;                 // this process's global rank
   std::vector<int> local_ranks; // global ranks on this host, ascending, including `rank`
   std::string job_id;           // names the segments: /braid-<job_id>-<rank>
-  std::size_t ring_bytes = 4 << 20;
-  std::size_t chunk_bytes = 256 << 10;
+  std::size_t ring_bytes = 512 << 10;
+  std::size_t chunk_bytes = 32 << 10;
 };
 
 // The segment name of `rank` in job `job_id`.
