@@ -86,5 +86,14 @@ for expected in \
   grep -qxF -- "$expected" <<<"$output" || fail "output lacks the line: $expected"
 done
 
+echo "== run README's first program with the installed braid-run"
+rc=0
+output=$("$prefix/bin/braid-run" -n 2 --no-prefix -- "$consumer_build/first_program" 2>&1) || rc=$?
+echo "$output"
+[[ $rc -eq 0 ]] || fail "braid-run -n 2 first_program exited with status $rc"
+for expected in "rank 0 of 2: data[0] = 0, self = 0" "rank 1 of 2: data[0] = 0, self = 0"; do
+  grep -qxF -- "$expected" <<<"$output" || fail "output lacks the line: $expected"
+done
+
 rm -rf "$work_dir"
 echo "consumer_find_package: OK"
