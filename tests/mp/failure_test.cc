@@ -69,6 +69,22 @@ TEST_P(FailureTest, WrongJobTokenIsRefusedAndLogged) {
   expect_no_leftovers(r);
 }
 
+TEST_P(FailureTest, SilentPeerRaisesTimeoutNamingIt) {
+  LaunchOptions o = options(2, "timeout");
+  o.env["BRAID_TIMEOUT"] = "2";
+  o.braid_run_flags = {"--grace", "20"};
+  LaunchResult r = launch(o);
+  EXPECT_FALSE(r.timed_out) << r.output;
+  auto timeouts = r.lines_with("TIMEOUT");
+  ASSERT_EQ(timeouts.size(), 2u) << r.output;
+  for (const auto& line : timeouts) {
+    EXPECT_NE(line.find("timed out after"), std::string::npos) << line;
+    EXPECT_NE(line.find("from rank"), std::string::npos) << line;
+  }
+  EXPECT_LT(r.seconds, 15.0);
+  expect_no_leftovers(r);
+}
+
 INSTANTIATE_TEST_SUITE_P(Transports, FailureTest, ::testing::Values("auto", "tcp"));
 
 }  // namespace

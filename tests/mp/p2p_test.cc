@@ -10,10 +10,12 @@ namespace {
 struct Grid {
   int ranks;
   std::string transport;  // "auto" (shm on one host) or "tcp"
+  int emulated_hosts = 1;  // > 1: ranks claim different host ids, so shm and tcp mix
 };
 
 std::string grid_name(const ::testing::TestParamInfo<Grid>& info) {
-  return info.param.transport + "_" + std::to_string(info.param.ranks) + "ranks";
+  std::string hosts = info.param.emulated_hosts > 1 ? "_" + std::to_string(info.param.emulated_hosts) + "hosts" : "";
+  return info.param.transport + "_" + std::to_string(info.param.ranks) + "ranks" + hosts;
 }
 
 class CommunicatorTest : public ::testing::TestWithParam<Grid> {
@@ -24,7 +26,8 @@ class CommunicatorTest : public ::testing::TestWithParam<Grid> {
     options.program = test_program_path("braid-test-rank");
     options.args = {scenario};
     options.args.insert(options.args.end(), extra.begin(), extra.end());
-    options.env = {{"BRAID_TRANSPORT", GetParam().transport}, {"BRAID_TIMEOUT", "60"}};
+    options.env = {{"BRAID_TRANSPORT", GetParam().transport}, {"BRAID_TIMEOUT", "60"},
+                   {"BRAID_TEST_EMULATED_HOSTS", std::to_string(GetParam().emulated_hosts)}};
     LaunchResult result = launch(options);
     for (const auto& id : job_ids_in(result)) EXPECT_TRUE(shm_leftovers(id).empty()) << "job " << id;
     return result;
@@ -58,7 +61,7 @@ TEST_P(CommunicatorTest, InvalidArgumentsAreReportedAndHarmless) {
 INSTANTIATE_TEST_SUITE_P(WorldSizes, CommunicatorTest,
                          ::testing::Values(Grid{1, "auto"}, Grid{2, "auto"}, Grid{3, "auto"}, Grid{4, "auto"},
                                            Grid{5, "auto"}, Grid{2, "tcp"}, Grid{3, "tcp"}, Grid{4, "tcp"},
-                                           Grid{5, "tcp"}),
+                                           Grid{5, "tcp"}, Grid{4, "auto", 2}, Grid{5, "auto", 2}),
                          grid_name);
 
 }  // namespace

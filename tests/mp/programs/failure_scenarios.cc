@@ -80,6 +80,26 @@ int scenario_victim(Communicator& comm, const Args&) {
   return 5;
 }
 
+// Rank 0 waits for a message rank 1 never sends, and rank 1 for one rank 0 never sends: with
+// BRAID_TIMEOUT=2 both must raise braid::Timeout naming the peer, after about 2 s.
+int scenario_timeout(Communicator& comm, const Args&) {
+  if (comm.rank() > 1) return 0;
+  std::signal(SIGTERM, SIG_IGN);
+  std::uint8_t byte = 0;
+  auto start = std::chrono::steady_clock::now();
+  try {
+    comm.recv(&byte, 1, DType::kU8, 1 - comm.rank(), 77);
+  } catch (const Timeout& e) {
+    RANK_SAY("TIMEOUT rank %d after %.3f s: %s", comm.rank(), seconds_since(start), e.what());
+    return 0;
+  } catch (const Error& e) {
+    RANK_SAY("WRONG-ERROR rank %d: %s", comm.rank(), e.what());
+    return 4;
+  }
+  RANK_SAY("NO-ERROR rank %d", comm.rank());
+  return 5;
+}
+
 // Invalid arguments throw InvalidArgument with a readable message and leave the communicator
 // usable.
 int scenario_bad_arguments(Communicator& comm, const Args&) {

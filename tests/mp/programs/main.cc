@@ -2,7 +2,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <algorithm>
 #include <map>
+#include <string>
 
 #include "braid/base/env.h"
 #include "braid/base/error.h"
@@ -14,7 +16,7 @@ int main(int argc, char** argv) {
   const std::map<std::string, Scenario> scenarios{
       {"pairs", scenario_pairs},       {"tags", scenario_tags},         {"barrier", scenario_barrier},
       {"split", scenario_split},       {"mismatch", scenario_mismatch}, {"victim", scenario_victim},
-      {"bad-arguments", scenario_bad_arguments},
+      {"bad-arguments", scenario_bad_arguments}, {"timeout", scenario_timeout},
   };
   if (argc < 2 || !scenarios.contains(argv[1])) {
     std::fprintf(stderr, "usage: braid-test-rank SCENARIO [ARGS...]; scenarios:");
@@ -28,6 +30,14 @@ int main(int argc, char** argv) {
   if (std::getenv("BRAID_TEST_WRONG_TOKEN_RANK") != nullptr &&
       braid::env::get(braid::env::kRank) == std::getenv("BRAID_TEST_WRONG_TOKEN_RANK")) {
     ::setenv("BRAID_JOB_TOKEN", "00000000000000000000000000000000", 1);
+  }
+  // Emulated hosts: rank r claims host r % k, so ranks on "different hosts" use TCP while the
+  // others share memory (a mixed job on one machine).
+  if (const char* hosts = std::getenv("BRAID_TEST_EMULATED_HOSTS")) {
+    int rank = std::atoi(braid::env::get(braid::env::kRank).value_or("0").c_str());
+    std::string id = "emulated-host-";
+    id += std::to_string(rank % std::max(1, std::atoi(hosts)));
+    ::setenv("BRAID_HOST_ID", id.c_str(), 1);
   }
   try {
     braid::Communicator comm = braid::Communicator::init();
