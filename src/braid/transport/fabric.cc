@@ -74,18 +74,26 @@ void Fabric::poison_and_throw_locked(std::exception_ptr error) {
       std::rethrow_exception(error);
     } catch (const Error& e) {
       log::debug("rank {}: communication stopped: {}", rank_, e.what());
-      int peer = e.context().peer;
-      // Tell the peer the error names, unless it is the one that is gone (or the one that told us).
-      if (peer >= 0 && peer < world_size_ && peer != rank_ && e.kind() != ErrorKind::kPeerLost &&
-          e.context().op != "abort") {
-        route(peer).send_abort(peer, e);
-      }
+      notify_peers_locked(e);
     } catch (...) {
     }
     for (auto& t : transports_) t->fail_all(error);
     self_->fail_all(error);
   }
   std::rethrow_exception(poison_);
+}
+
+// Tells every other rank (best effort) that this one stopped, so that none of them waits for
+// a message that will not come: a rank blocked on a third rank that is itself blocked on us
+// learns of the failure at once instead of at its timeout. Not the rank that is gone, and not
+// the rank that reported the failure to us (it knows).
+void Fabric::notify_peers_locked(const Error& error) {
+  const bool from_abort = error.context().op == "abort";
+  const int lost = error.kind() == ErrorKind::kPeerLost ? error.context().peer : -1;
+  for (int peer = 0; peer < world_size_; ++peer) {
+    if (peer == rank_ || peer == lost || (from_abort && peer == error.context().peer)) continue;
+    route(peer).send_abort(peer, error);
+  }
 }
 
 void Fabric::rethrow_if_failed(const Request& request) {

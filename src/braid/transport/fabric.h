@@ -6,7 +6,7 @@
 //
 // Failure model (as NCCL's communicator abort): the first error a rank meets poisons the
 // Fabric. Every pending request fails with it, every later call rethrows it, and the peer the
-// error names is told (an abort frame), so it raises an error too instead of hanging.
+// other rank is told (an abort frame or mailbox), so it raises an error too instead of hanging.
 //
 // Thread-safety: all methods may be called from any thread. One mutex serialises transport
 // access; sleeping happens outside it.
@@ -59,6 +59,7 @@ class Fabric {
   void check_peers_locked();
   void sleep_until_activity(const RequestPtr& request, Seconds max_wait);
   [[noreturn]] void poison_and_throw_locked(std::exception_ptr error);
+  void notify_peers_locked(const Error& error);
   [[noreturn]] void throw_timeout(const Request& request, double waited_seconds);
   static void rethrow_if_failed(const Request& request);
 
