@@ -9,6 +9,7 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libcli11-dev nlohmann-json3-dev libfmt-dev libisal-dev
   openmpi-bin libopenmpi-dev      # the peer measured in bench/ (OpenMPI 4.1)
+  libgloo-dev                     # the Gloo peer in bench/gloo/
   gnuplot-nox                     # braid-bench --plot
   iproute2 procps                 # ip netns / pgrep in tests
 )

@@ -25,6 +25,8 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "bench_args.h"
+
 enum { kTag = 17 };
 static const size_t kHugePage = (size_t)2 << 20;
 /* Default iteration count: large sizes are timed over ~1 GiB each way, clamped to
@@ -61,36 +63,6 @@ static void usage(FILE* out) {
           "  -j, --json FILE       also write [{size, iters, latency_us, bandwidth_gbs}, ...]\n"
           "  -h, --help\n",
           kMinIters, kMaxIters);
-}
-
-/* "64M" -> 67108864. Returns 0 on success. */
-static int parse_size(const char* text, size_t* out) {
-  char* end = NULL;
-  errno = 0;
-  unsigned long long value = strtoull(text, &end, 10);
-  if (errno != 0 || end == text || text[0] == '-') return -1;
-  unsigned shift = 0;
-  switch (*end) {
-    case 'k': case 'K': shift = 10; end++; break;
-    case 'm': case 'M': shift = 20; end++; break;
-    case 'g': case 'G': shift = 30; end++; break;
-    default: break;
-  }
-  if (shift != 0 && *end == 'i') end++;      /* KiB, MiB, GiB */
-  if (*end == 'b' || *end == 'B') end++;
-  if (*end != '\0') return -1;
-  if (value > (ULLONG_MAX >> shift)) return -1;
-  *out = (size_t)(value << shift);
-  return 0;
-}
-
-static int parse_count(const char* text, long* out) {
-  char* end = NULL;
-  errno = 0;
-  long value = strtol(text, &end, 10);
-  if (errno != 0 || end == text || *end != '\0' || value < 0) return -1;
-  *out = value;
-  return 0;
 }
 
 /* Returns 0 to run, 1 to exit successfully (--help), -1 on a usage error (reported on stderr

@@ -56,6 +56,31 @@ TEST_P(FailureTest, SizeMismatchRaisesMismatchOnBothSides) {
   expect_no_leftovers(r);
 }
 
+TEST_P(FailureTest, CollectiveCountMismatchRaisesMismatchNotAHang) {
+  // 4 ranks of a ring allgather; rank 3 passes one element more, so both of its edges
+  // (2 -> 3 and 3 -> 0) carry a disagreeing message. Whichever edge is checked first ends in
+  // Mismatch on both of its ranks (the receiver detects it, the sender is told by an abort
+  // frame); the fabric then drops rank 3's other pending transfer, so the other neighbour and
+  // rank 1 usually see rank 3's (or rank 0's) exit as PeerLost instead. Which edge wins is a
+  // race, and braid-run sometimes loses the last line of a rank that exits while the job is
+  // being stopped, so the checks below are what holds on every run: a Mismatch naming the
+  // operation and both sizes, no rank finishing without an error, and no hang.
+  LaunchOptions o = options(4, "collective-mismatch");
+  o.braid_run_flags = {"--grace", "20"};
+  LaunchResult r = launch(o);
+  EXPECT_FALSE(r.timed_out) << r.output;
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_EQ(r.count("NO-ERROR"), 0) << r.output;
+  auto mismatches = r.lines_with("MISMATCH rank");
+  ASSERT_FALSE(mismatches.empty()) << r.output;
+  for (const auto& line : mismatches) {
+    EXPECT_NE(line.find("allgather #"), std::string::npos) << line;
+    EXPECT_NE(line.find("4000 bytes of f32"), std::string::npos) << line;
+    EXPECT_NE(line.find("4004 bytes of f32"), std::string::npos) << line;
+  }
+  expect_no_leftovers(r);
+}
+
 TEST_P(FailureTest, WrongJobTokenIsRefusedAndLogged) {
   LaunchOptions o = options(2, "barrier");
   o.env["BRAID_TEST_WRONG_TOKEN_RANK"] = "1";

@@ -14,7 +14,7 @@ namespace {
 
 constexpr std::array kBraidVariables{
     kRank,    kWorldSize, kLocalRank, kLocalWorldSize, kMasterAddr,  kMasterPort,    kJobToken, kJobId,
-    kTimeout, kTransport, kHostId,    kBindAddr,       kSpinUs,      kShmRingBytes,  kShmChunkBytes, kLogLevel,
+    kTimeout, kTransport, kHostId,    kBindAddr,       kSpinUs,      kShmRingBytes,  kShmChunkBytes, kKernels, kLogLevel,
 };
 
 constexpr std::array kForeignVariables{

@@ -1,11 +1,13 @@
 // Collective operations on a Communicator. The API is type-erased (a dtype tag and byte
 // pointers) so each algorithm is compiled once rather than once per element type.
 //
-// In-place use: pass the same pointer as `send` and `recv`.
-// Every rank must call the same collectives in the same order (communicator.h).
+// Every rank must call the same collectives in the same order, with the same count, dtype,
+// reduction op, root and algorithm (communicator.h); a disagreement raises braid::Mismatch.
+// `options.algorithm` names an algorithm (algorithm_registry.h); empty picks the default.
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "braid/base/dtype.h"
 #include "braid/base/reduce_op.h"
@@ -13,9 +15,33 @@
 
 namespace braid {
 
-// recv = op over all ranks of send (count elements each). Ring algorithm: reduce-scatter then
-// allgather, 2(n-1)/n of the data sent per rank. Every rank ends with identical bytes: each
-// block is reduced by one owner in one fixed order and then copied to everyone.
-void allreduce(Communicator& comm, const void* send, void* recv, std::int64_t count, DType dtype, ReduceOp op);
+struct CollectiveOptions {
+  std::string algorithm;  // empty: the operation's default
+};
+
+// recv = op over all ranks of send, `count` elements each. In place: send == recv.
+// avg divides once, at the end. Every rank ends with identical bytes.
+void allreduce(Communicator& comm, const void* send, void* recv, std::int64_t count, DType dtype, ReduceOp op,
+               const CollectiveOptions& options = {});
+
+// recv (send_count * size elements) = every rank's send, rank r's at offset r * send_count.
+// In place (MPI_IN_PLACE style): send == recv + rank * send_count elements, already holding
+// this rank's contribution. Algorithms: ring (default), recursive_doubling (power-of-two
+// sizes), bruck.
+void allgather(Communicator& comm, const void* send, void* recv, std::int64_t send_count, DType dtype,
+               const CollectiveOptions& options = {});
+
+// MPI_Reduce_scatter_block: send holds recv_count * size elements; rank r receives block r
+// (recv_count elements) reduced by `op` over all ranks. avg divides once, at the end. In
+// place: send == recv (the result lands at the start of the buffer). Algorithms: ring
+// (default), recursive_halving (power-of-two sizes).
+void reduce_scatter(Communicator& comm, const void* send, void* recv, std::int64_t recv_count, DType dtype, ReduceOp op,
+                    const CollectiveOptions& options = {});
+
+// `count` elements of `data` on rank `root` are copied into `data` on every rank.
+// InvalidArgument if root is not in [0, size). Algorithms: binomial (default), chain
+// (pipelined, for large messages).
+void broadcast(Communicator& comm, void* data, std::int64_t count, DType dtype, int root,
+               const CollectiveOptions& options = {});
 
 }  // namespace braid

@@ -17,6 +17,7 @@ int main(int argc, char** argv) {
       {"pairs", scenario_pairs},       {"tags", scenario_tags},         {"barrier", scenario_barrier},
       {"split", scenario_split},       {"mismatch", scenario_mismatch}, {"victim", scenario_victim},
       {"bad-arguments", scenario_bad_arguments}, {"timeout", scenario_timeout},
+      {"collectives", scenario_collectives},     {"collective-mismatch", scenario_collective_mismatch},
   };
   if (argc < 2 || !scenarios.contains(argv[1])) {
     std::fprintf(stderr, "usage: braid-test-rank SCENARIO [ARGS...]; scenarios:");

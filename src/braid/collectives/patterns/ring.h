@@ -6,6 +6,10 @@
 // neighbour and reduces block (r - s - 1) mod n arriving from its left; after n-1 steps rank r
 // owns the fully reduced block (r + 1) mod n. Allgather then circulates the owned blocks: in
 // step s rank r sends block (r + 1 - s) mod n and receives block (r - s) mod n.
+//
+// The "by rank" variants serve operations whose blocks belong to ranks (allgather, and
+// reduce-scatter with MPI_Reduce_scatter_block semantics): rank r starts with (allgather) or
+// must end owning (reduce-scatter) block r, so the schedule above is shifted by one.
 #pragma once
 
 #include <cstdint>
@@ -32,5 +36,10 @@ inline int reduce_scatter_recv_block(int rank, int step, int n) { return mod(ran
 inline int owned_block_after_reduce_scatter(int rank, int n) { return mod(rank + 1, n); }
 inline int allgather_send_block(int rank, int step, int n) { return mod(rank + 1 - step, n); }
 inline int allgather_recv_block(int rank, int step, int n) { return mod(rank - step, n); }
+
+inline int allgather_by_rank_send_block(int rank, int step, int n) { return mod(rank - step, n); }
+inline int allgather_by_rank_recv_block(int rank, int step, int n) { return mod(rank - step - 1, n); }
+inline int reduce_scatter_by_rank_send_block(int rank, int step, int n) { return mod(rank - step - 1, n); }
+inline int reduce_scatter_by_rank_recv_block(int rank, int step, int n) { return mod(rank - step - 2, n); }
 
 }  // namespace braid::ring

@@ -52,5 +52,29 @@ TEST(RingPatternTest, AllgatherDeliversEveryBlockToEveryRank) {
   }
 }
 
+TEST(RingPatternTest, ByRankSchedulesStartAndEndAtTheRanksOwnBlock) {
+  for (int n = 2; n <= 7; ++n) {
+    for (int r = 0; r < n; ++r) {
+      EXPECT_EQ(allgather_by_rank_send_block(r, 0, n), r);
+      EXPECT_EQ(reduce_scatter_by_rank_recv_block(r, n - 2, n), r);  // the last block reduced
+      std::set<int> gathered{r}, reduced;
+      for (int s = 0; s < n - 1; ++s) {
+        EXPECT_EQ(allgather_by_rank_recv_block(r, s, n), allgather_by_rank_send_block(left_of(r, n), s, n));
+        EXPECT_EQ(reduce_scatter_by_rank_recv_block(r, s, n), reduce_scatter_by_rank_send_block(left_of(r, n), s, n));
+        // A rank forwards in step s+1 what it received in step s.
+        if (s + 1 < n - 1) {
+          EXPECT_EQ(allgather_by_rank_send_block(r, s + 1, n), allgather_by_rank_recv_block(r, s, n));
+          EXPECT_EQ(reduce_scatter_by_rank_send_block(r, s + 1, n), reduce_scatter_by_rank_recv_block(r, s, n));
+        }
+        gathered.insert(allgather_by_rank_recv_block(r, s, n));
+        reduced.insert(reduce_scatter_by_rank_recv_block(r, s, n));
+      }
+      EXPECT_EQ(static_cast<int>(gathered.size()), n);
+      EXPECT_EQ(static_cast<int>(reduced.size()), n - 1);
+      EXPECT_FALSE(reduced.contains(reduce_scatter_by_rank_send_block(r, 0, n)));
+    }
+  }
+}
+
 }  // namespace
 }  // namespace braid::ring

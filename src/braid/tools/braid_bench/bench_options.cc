@@ -36,7 +36,7 @@ std::uint64_t parse_size(const std::string& text) {
   throw InvalidArgument({.op = "braid-bench"}, fmt::format("'{}' has an unknown size suffix '{}' (K, M or G)", text, suffix));
 }
 
-void add_sweep_flags(CLI::App& app, SweepOptions& options, bool with_reduction) {
+void add_sweep_flags(CLI::App& app, SweepOptions& options, bool collective, bool with_reduction) {
   auto size_flag = [&app](const char* name, std::uint64_t& target, const char* help) {
     app.add_option_function<std::string>(name, [&target](const std::string& s) { target = parse_size(s); }, help)
         ->type_name("SIZE");
@@ -51,10 +51,10 @@ void add_sweep_flags(CLI::App& app, SweepOptions& options, bool with_reduction) 
   app.add_option("-c,--check", options.check, "check every result (1) or not (0); default 1");
   app.add_option("--json", options.json_path, "also write the results as JSON to this file");
   app.add_option("--csv", options.csv_path, "also write the results as CSV to this file");
-  if (with_reduction) {
-    app.add_option("-d,--datatype", options.dtype_name, "f32, f64, f16, bf16, i32, i64 or u8 (default f32)");
-    app.add_option("-o,--op", options.op_name, "sum, avg, min, max or prod (default sum)");
-  }
+  if (!collective) return;
+  app.add_option("-d,--datatype", options.dtype_name, "f32, f64, f16, bf16, i32, i64 or u8 (default f32)");
+  app.add_option("--algo", options.algorithm, "algorithm to run (default: braid's choice)");
+  if (with_reduction) app.add_option("-o,--op", options.op_name, "sum, avg, min, max or prod (default sum)");
 }
 
 std::vector<std::uint64_t> size_sweep(const SweepOptions& options, std::uint64_t multiple_of) {

@@ -27,13 +27,14 @@ struct SweepOptions {
   std::string csv_path;
   std::string dtype_name = "f32";
   std::string op_name = "sum";
+  std::string algorithm;      // --algo: empty lets braid choose
 
   DType dtype() const;
   ReduceOp op() const;
 };
 
-// Registers the shared flags on a subcommand.
-void add_sweep_flags(CLI::App& app, SweepOptions& options, bool with_reduction);
+// Registers the shared flags on a subcommand; collectives add -d and --algo, reducing ones -o.
+void add_sweep_flags(CLI::App& app, SweepOptions& options, bool collective, bool with_reduction);
 
 // "8", "4K", "1M", "256M", "1G" (binary multiples) -> bytes. Throws InvalidArgument.
 std::uint64_t parse_size(const std::string& text);

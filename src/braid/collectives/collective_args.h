@@ -1,0 +1,35 @@
+// What every collective algorithm receives: the arguments of the public call, checked once by
+// the entry point (collectives.cc), plus the collective's sequence number. Algorithms are
+// plain functions of this struct (algorithms.h), so each is compiled once, whatever the dtype.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "braid/base/dtype.h"
+#include "braid/base/reduce_op.h"
+#include "braid/comm/communicator.h"
+#include "braid/transport/envelope.h"
+
+namespace braid {
+
+struct CollectiveArgs {
+  Communicator& comm;
+  OpKind op;
+  std::int64_t seq;         // equal on every rank (Communicator::begin_collective)
+  const std::byte* send;    // may equal recv: in place (see collectives.h per operation)
+  std::byte* recv;
+  std::int64_t count;       // elements; what it counts is stated per operation in collectives.h
+  DType dtype;
+  ReduceOp reduce_op = ReduceOp::kSum;
+  int root = 0;
+
+  std::size_t elem() const { return dtype_size(dtype); }
+  std::size_t bytes(std::int64_t elements) const { return static_cast<std::size_t>(elements) * elem(); }
+  // The envelope of one message of `elements` elements of this collective.
+  Envelope envelope(std::int64_t elements) const {
+    return {.op = op, .seq = seq, .dtype = dtype, .bytes = static_cast<std::uint64_t>(bytes(elements))};
+  }
+};
+
+}  // namespace braid

@@ -1,0 +1,107 @@
+// The public entry points: check the arguments once, number the collective, pick the
+// algorithm, run it. Checks that need every rank's view (equal counts, dtypes, roots) happen
+// on the wire: each message's envelope carries them and the receiver compares.
+#include "braid/collectives/collectives.h"
+
+#include <cstring>
+#include <limits>
+
+#include <fmt/format.h>
+
+#include "braid/base/error.h"
+#include "braid/collectives/algorithm_registry.h"
+
+namespace braid {
+
+namespace {
+
+void check_common(const Communicator& comm, OpKind op, const void* send, const void* recv, std::int64_t count,
+                  DType dtype) {
+  ErrorContext ctx{.rank = comm.rank(), .op = std::string(op_kind_name(op))};
+  if (count < 0) throw InvalidArgument(ctx, fmt::format("count must be >= 0, got {}", count));
+  if (count > 0 && (send == nullptr || recv == nullptr)) throw InvalidArgument(ctx, "null buffer with a non-zero count");
+  if (!is_valid_dtype(static_cast<std::uint8_t>(dtype))) {
+    throw InvalidArgument(ctx, fmt::format("invalid dtype value {}", static_cast<int>(dtype)));
+  }
+}
+
+void check_reduce_op(const Communicator& comm, OpKind op, ReduceOp reduce_op) {
+  if (static_cast<std::uint8_t>(reduce_op) > static_cast<std::uint8_t>(ReduceOp::kProd)) {
+    throw InvalidArgument({.rank = comm.rank(), .op = std::string(op_kind_name(op))},
+                          fmt::format("invalid reduction op value {}", static_cast<int>(reduce_op)));
+  }
+}
+
+// The element count of the whole buffer (count per rank times size), refused if it overflows.
+void check_total(const Communicator& comm, OpKind op, std::int64_t count, DType dtype) {
+  const auto limit = std::numeric_limits<std::int64_t>::max() / static_cast<std::int64_t>(dtype_size(dtype));
+  if (count > limit / comm.size()) {
+    throw InvalidArgument({.rank = comm.rank(), .op = std::string(op_kind_name(op))},
+                          fmt::format("count {} times {} ranks overflows", count, comm.size()));
+  }
+}
+
+CollectiveArgs make_args(Communicator& comm, OpKind op, const void* send, void* recv, std::int64_t count, DType dtype) {
+  return {.comm = comm, .op = op, .seq = comm.begin_collective(), .send = static_cast<const std::byte*>(send),
+          .recv = static_cast<std::byte*>(recv), .count = count, .dtype = dtype};
+}
+
+}  // namespace
+
+void allreduce(Communicator& comm, const void* send, void* recv, std::int64_t count, DType dtype, ReduceOp op,
+               const CollectiveOptions& options) {
+  check_common(comm, OpKind::kAllreduce, send, recv, count, dtype);
+  check_reduce_op(comm, OpKind::kAllreduce, op);
+  CollectiveArgs args{.comm = comm, .op = OpKind::kAllreduce, .seq = comm.begin_collective(),
+                      .send = static_cast<const std::byte*>(send), .recv = static_cast<std::byte*>(recv),
+                      .count = count, .dtype = dtype, .reduce_op = op};
+  const AlgorithmEntry& algorithm = choose_algorithm(args, options.algorithm);
+  if (send != recv && count > 0) std::memcpy(recv, send, args.bytes(count));
+  if (comm.size() > 1 && count > 0) algorithm.run(args);
+  if (op == ReduceOp::kAvg && count > 0) divide_by(recv, static_cast<std::size_t>(count), dtype, comm.size());
+}
+
+void allgather(Communicator& comm, const void* send, void* recv, std::int64_t send_count, DType dtype,
+               const CollectiveOptions& options) {
+  check_common(comm, OpKind::kAllgather, send, recv, send_count, dtype);
+  check_total(comm, OpKind::kAllgather, send_count, dtype);
+  CollectiveArgs args = make_args(comm, OpKind::kAllgather, send, recv, send_count, dtype);
+  const AlgorithmEntry& algorithm = choose_algorithm(args, options.algorithm);
+  if (send_count == 0) return;
+  // Every algorithm starts from this rank's block in place (MPI_IN_PLACE when already there).
+  std::byte* own = args.recv + static_cast<std::size_t>(comm.rank()) * args.bytes(send_count);
+  if (args.send != own) std::memcpy(own, send, args.bytes(send_count));
+  if (comm.size() > 1) algorithm.run(args);
+}
+
+void reduce_scatter(Communicator& comm, const void* send, void* recv, std::int64_t recv_count, DType dtype, ReduceOp op,
+                    const CollectiveOptions& options) {
+  check_common(comm, OpKind::kReduceScatter, send, recv, recv_count, dtype);
+  check_reduce_op(comm, OpKind::kReduceScatter, op);
+  check_total(comm, OpKind::kReduceScatter, recv_count, dtype);
+  CollectiveArgs args = make_args(comm, OpKind::kReduceScatter, send, recv, recv_count, dtype);
+  args.reduce_op = op;
+  const AlgorithmEntry& algorithm = choose_algorithm(args, options.algorithm);
+  if (recv_count == 0) return;
+  if (comm.size() > 1) {
+    algorithm.run(args);
+  } else if (send != recv) {
+    std::memcpy(recv, send, args.bytes(recv_count));
+  }
+  if (op == ReduceOp::kAvg) divide_by(recv, static_cast<std::size_t>(recv_count), dtype, comm.size());
+}
+
+void broadcast(Communicator& comm, void* data, std::int64_t count, DType dtype, int root,
+               const CollectiveOptions& options) {
+  check_common(comm, OpKind::kBroadcast, data, data, count, dtype);
+  if (root < 0 || root >= comm.size()) {
+    throw InvalidArgument({.rank = comm.rank(), .op = std::string(op_kind_name(OpKind::kBroadcast))},
+                          fmt::format("root {} out of range [0, {})", root, comm.size()));
+  }
+  CollectiveArgs args = make_args(comm, OpKind::kBroadcast, data, data, count, dtype);
+  args.root = root;
+  const AlgorithmEntry& algorithm = choose_algorithm(args, options.algorithm);
+  if (comm.size() > 1 && count > 0) algorithm.run(args);
+}
+
+}  // namespace braid

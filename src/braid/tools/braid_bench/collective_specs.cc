@@ -1,0 +1,88 @@
+// How each collective maps onto the shared sweep (collective_bench.h): sizes as nccl-tests
+// counts them, busbw factors, and exact references built from small-integer inputs.
+#include "collective_bench.h"
+#include "reference_values.h"
+
+namespace braid::bench {
+
+namespace {
+
+CollectiveSpec allreduce_spec() {
+  CollectiveSpec spec;
+  spec.name = "allreduce";
+  spec.reduces = true;
+  spec.busbw_factor = [](int n) { return 2.0 * (n - 1) / n; };
+  spec.count_for = [](std::uint64_t bytes, int, std::size_t elem) { return static_cast<std::int64_t>(bytes / elem); };
+  spec.size_of = [](std::int64_t count, int, std::size_t elem) { return static_cast<std::uint64_t>(count) * elem; };
+  spec.send_elements = [](std::int64_t count, int) { return count; };
+  spec.recv_elements = [](std::int64_t count, int) { return count; };
+  spec.input = [](ReduceOp op, int rank, int, std::int64_t i) { return input_value(op, rank, i); };
+  spec.expected = [](ReduceOp op, int, int n, std::int64_t, std::int64_t i, DType dtype) {
+    return expected_value(op, n, i, dtype);
+  };
+  spec.run = [](const CollectiveCall& c) { allreduce(c.comm, c.send, c.recv, c.count, c.dtype, c.op, c.options); };
+  return spec;
+}
+
+// nccl-tests' all_gather size: the whole gathered buffer; each rank contributes size / n.
+CollectiveSpec allgather_spec() {
+  CollectiveSpec spec;
+  spec.name = "allgather";
+  spec.busbw_factor = [](int n) { return static_cast<double>(n - 1) / n; };
+  spec.count_for = [](std::uint64_t bytes, int n, std::size_t elem) { return static_cast<std::int64_t>(bytes / elem) / n; };
+  spec.size_of = [](std::int64_t count, int n, std::size_t elem) { return static_cast<std::uint64_t>(count * n) * elem; };
+  spec.send_elements = [](std::int64_t count, int) { return count; };
+  spec.recv_elements = [](std::int64_t count, int n) { return count * n; };
+  spec.input = [](ReduceOp, int rank, int, std::int64_t i) { return input_value(ReduceOp::kSum, rank, i); };
+  spec.expected = [](ReduceOp, int, int, std::int64_t count, std::int64_t i, DType) {
+    return input_value(ReduceOp::kSum, static_cast<int>(i / count), i % count);
+  };
+  spec.run = [](const CollectiveCall& c) { allgather(c.comm, c.send, c.recv, c.count, c.dtype, c.options); };
+  return spec;
+}
+
+// nccl-tests' reduce_scatter size: each rank's input; each rank receives size / n.
+CollectiveSpec reduce_scatter_spec() {
+  CollectiveSpec spec;
+  spec.name = "reduce_scatter";
+  spec.reduces = true;
+  spec.busbw_factor = [](int n) { return static_cast<double>(n - 1) / n; };
+  spec.count_for = [](std::uint64_t bytes, int n, std::size_t elem) { return static_cast<std::int64_t>(bytes / elem) / n; };
+  spec.size_of = [](std::int64_t count, int n, std::size_t elem) { return static_cast<std::uint64_t>(count * n) * elem; };
+  spec.send_elements = [](std::int64_t count, int n) { return count * n; };
+  spec.recv_elements = [](std::int64_t count, int) { return count; };
+  spec.input = [](ReduceOp op, int rank, int, std::int64_t i) { return input_value(op, rank, i); };
+  spec.expected = [](ReduceOp op, int rank, int n, std::int64_t count, std::int64_t i, DType dtype) {
+    return expected_value(op, n, rank * count + i, dtype);
+  };
+  spec.run = [](const CollectiveCall& c) { reduce_scatter(c.comm, c.send, c.recv, c.count, c.dtype, c.op, c.options); };
+  return spec;
+}
+
+// Broadcast from rank 0: the root sends its (never modified) input buffer, the others
+// receive into theirs.
+CollectiveSpec broadcast_spec() {
+  CollectiveSpec spec;
+  spec.name = "broadcast";
+  spec.busbw_factor = [](int) { return 1.0; };
+  spec.count_for = [](std::uint64_t bytes, int, std::size_t elem) { return static_cast<std::int64_t>(bytes / elem); };
+  spec.size_of = [](std::int64_t count, int, std::size_t elem) { return static_cast<std::uint64_t>(count) * elem; };
+  spec.send_elements = [](std::int64_t count, int) { return count; };
+  spec.recv_elements = [](std::int64_t count, int) { return count; };
+  spec.input = [](ReduceOp, int rank, int, std::int64_t i) { return input_value(ReduceOp::kSum, rank, i); };
+  spec.expected = [](ReduceOp, int, int, std::int64_t, std::int64_t i, DType) { return input_value(ReduceOp::kSum, 0, i); };
+  spec.result = [](const CollectiveCall& c) { return c.comm.rank() == 0 ? c.send : static_cast<const void*>(c.recv); };
+  spec.run = [](const CollectiveCall& c) {
+    void* data = c.comm.rank() == 0 ? const_cast<void*>(c.send) : c.recv;
+    broadcast(c.comm, data, c.count, c.dtype, 0, c.options);
+  };
+  return spec;
+}
+
+}  // namespace
+
+std::vector<CollectiveSpec> collective_specs() {
+  return {allreduce_spec(), allgather_spec(), reduce_scatter_spec(), broadcast_spec()};
+}
+
+}  // namespace braid::bench

@@ -1,0 +1,211 @@
+// Collective scenarios: every algorithm of allgather, reduce_scatter and broadcast over a grid
+// of dtypes x reduction ops x counts x in-place / out-of-place x roots, checked bit for bit
+// against a locally computed reference; and a count disagreement that must raise Mismatch.
+//
+// Inputs are small integers, so every dtype (bf16 included: integers up to 256 are exact) and
+// every summation order gives the exact result; u8 wraps modulo 256 like the kernels.
+#include <csignal>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "braid/base/error.h"
+#include "braid/collectives/algorithm_registry.h"
+#include "braid/collectives/collectives.h"
+#include "collective_reference.h"
+#include "scenario.h"
+
+namespace braid::testing {
+
+namespace {
+
+using Bytes = std::vector<std::byte>;
+constexpr std::byte kGarbage{0xEE};
+constexpr std::int64_t kLargeCount = 1000003;
+
+struct Case {
+  std::string what;  // printed on failure
+  std::int64_t count;
+  DType dtype;
+};
+
+class CollectiveChecker {
+ public:
+  explicit CollectiveChecker(Communicator& comm) : comm_(comm) {}
+  void run_all();
+  int failures() const { return failures_; }
+  int cases() const { return cases_; }
+
+ private:
+  void allgather_case(const AlgorithmEntry& algorithm, const Case& c, bool in_place);
+  void reduce_scatter_case(const AlgorithmEntry& algorithm, const Case& c, ReduceOp op, bool in_place);
+  void broadcast_case(const AlgorithmEntry& algorithm, const Case& c, int root);
+  void compare(const Case& c, const std::byte* got, const Bytes& want);
+  bool supported(const AlgorithmEntry& algorithm, OpKind op);
+  std::vector<std::int64_t> counts() const;
+
+  Communicator& comm_;
+  Bytes send_, recv_, want_;  // reused across cases (capacity kept)
+  int failures_ = 0;
+  int cases_ = 0;
+};
+
+std::string describe_case(const char* op, const AlgorithmEntry& algorithm, DType dtype, std::int64_t count,
+                          const std::string& variant) {
+  return std::string(op) + "/" + std::string(algorithm.name) + " " + std::string(dtype_name(dtype)) +
+         " count=" + std::to_string(count) + " " + variant;
+}
+
+void CollectiveChecker::compare(const Case& c, const std::byte* got, const Bytes& want) {
+  ++cases_;
+  if (want.empty() || std::memcmp(got, want.data(), want.size()) == 0) return;
+  std::size_t at = 0;
+  while (got[at] == want[at]) ++at;
+  if (++failures_ <= 20) {
+    RANK_SAY("FAIL %s rank %d: first difference at byte %zu of %zu", c.what.c_str(), comm_.rank(), at, want.size());
+  }
+}
+
+bool CollectiveChecker::supported(const AlgorithmEntry& algorithm, OpKind op) {
+  if (algorithm.supports == nullptr) return true;
+  CollectiveArgs probe{.comm = comm_, .op = op, .seq = 0, .send = nullptr, .recv = nullptr, .count = 1,
+                       .dtype = DType::kF32};
+  return algorithm.supports(probe);
+}
+
+std::vector<std::int64_t> CollectiveChecker::counts() const {
+  const std::int64_t n = comm_.size();
+  std::vector<std::int64_t> result{0, 1};
+  if (n - 1 > 1) result.push_back(n - 1);
+  result.push_back(n + 1);
+  return result;
+}
+
+void CollectiveChecker::allgather_case(const AlgorithmEntry& algorithm, const Case& c, bool in_place) {
+  const int n = comm_.size(), r = comm_.rank();
+  const std::size_t elem = dtype_size(c.dtype), block = static_cast<std::size_t>(c.count) * elem;
+  fill_gathered(want_, n, c.count, c.dtype);
+  recv_.assign(block * static_cast<std::size_t>(n), kGarbage);
+  std::byte* own = recv_.data() + static_cast<std::size_t>(r) * block;
+  const std::byte* send = own;
+  if (in_place) {
+    std::memcpy(own, want_.data() + static_cast<std::size_t>(r) * block, block);
+  } else {
+    send_.assign(want_.begin() + static_cast<std::ptrdiff_t>(r * block),
+                 want_.begin() + static_cast<std::ptrdiff_t>((r + 1) * block));
+    send = send_.data();
+  }
+  allgather(comm_, send, recv_.data(), c.count, c.dtype, {.algorithm = std::string(algorithm.name)});
+  compare(c, recv_.data(), want_);
+}
+
+void CollectiveChecker::reduce_scatter_case(const AlgorithmEntry& algorithm, const Case& c, ReduceOp op,
+                                            bool in_place) {
+  const int n = comm_.size(), r = comm_.rank();
+  fill_reduce_inputs(send_, op, r, c.count * n, c.dtype);
+  fill_reduce_expected(want_, op, n, r * c.count, c.count, c.dtype);
+  Bytes original = send_;
+  std::byte* recv = send_.data();
+  if (!in_place) {
+    recv_.assign(want_.size(), kGarbage);
+    recv = recv_.data();
+  }
+  reduce_scatter(comm_, send_.data(), recv, c.count, c.dtype, op, {.algorithm = std::string(algorithm.name)});
+  compare(c, recv, want_);
+  if (!in_place) compare({c.what + " (send buffer modified)", c.count, c.dtype}, send_.data(), original);
+}
+
+void CollectiveChecker::broadcast_case(const AlgorithmEntry& algorithm, const Case& c, int root) {
+  fill_broadcast(want_, root, c.count, c.dtype);
+  if (comm_.rank() == root) {
+    recv_ = want_;
+  } else {
+    recv_.assign(want_.size(), kGarbage);
+  }
+  broadcast(comm_, recv_.data(), c.count, c.dtype, root, {.algorithm = std::string(algorithm.name)});
+  compare(c, recv_.data(), want_);
+}
+
+void CollectiveChecker::run_all() {
+  const int n = comm_.size();
+  std::vector<std::int64_t> grid = counts();
+  for (const AlgorithmEntry* a : algorithms_for(OpKind::kAllgather)) {
+    if (!supported(*a, OpKind::kAllgather)) continue;
+    for (DType dtype : kTestDTypes) {
+      std::vector<std::int64_t> sizes = grid;
+      if (dtype == DType::kF32) sizes.push_back(kLargeCount);
+      for (std::int64_t count : sizes) {
+        for (bool in_place : {false, true}) {
+          allgather_case(*a, {describe_case("allgather", *a, dtype, count, in_place ? "in-place" : "out-of-place"),
+                              count, dtype}, in_place);
+        }
+      }
+    }
+  }
+  for (const AlgorithmEntry* a : algorithms_for(OpKind::kReduceScatter)) {
+    if (!supported(*a, OpKind::kReduceScatter)) continue;
+    for (DType dtype : kTestDTypes) {
+      for (ReduceOp op : kTestOps) {
+        std::vector<std::int64_t> sizes = grid;
+        if (dtype == DType::kF32 && op == ReduceOp::kSum) sizes.push_back(kLargeCount);
+        for (std::int64_t count : sizes) {
+          for (bool in_place : {false, true}) {
+            std::string variant = std::string(reduce_op_name(op)) + (in_place ? " in-place" : " out-of-place");
+            reduce_scatter_case(*a, {describe_case("reduce_scatter", *a, dtype, count, variant), count, dtype}, op,
+                                in_place);
+          }
+        }
+      }
+    }
+  }
+  for (const AlgorithmEntry* a : algorithms_for(OpKind::kBroadcast)) {
+    if (!supported(*a, OpKind::kBroadcast)) continue;
+    for (DType dtype : kTestDTypes) {
+      std::vector<std::int64_t> sizes = grid;
+      if (dtype == DType::kF32) sizes.push_back(kLargeCount);
+      for (std::int64_t count : sizes) {
+        for (int root : {0, n - 1}) {
+          broadcast_case(*a, {describe_case("broadcast", *a, dtype, count, "root=" + std::to_string(root)), count,
+                              dtype}, root);
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+int scenario_collectives(Communicator& comm, const Args&) {
+  CollectiveChecker checker(comm);
+  checker.run_all();
+  comm.barrier();
+  if (checker.failures() > 0) {
+    RANK_SAY("FAIL collectives rank %d: %d of %d checks", comm.rank(), checker.failures(), checker.cases());
+    return 1;
+  }
+  RANK_SAY("PASS collectives rank %d (%d checks)", comm.rank(), checker.cases());
+  return 0;
+}
+
+// Every rank calls allgather, the last with one element more: the ranks that exchange with it
+// must raise Mismatch (the envelope carries the byte count), none may hang. SIGTERM is ignored
+// so that braid-run's clean-up after the first exit cannot pre-empt another rank's report.
+int scenario_collective_mismatch(Communicator& comm, const Args&) {
+  std::signal(SIGTERM, SIG_IGN);
+  const int n = comm.size();
+  const std::int64_t count = 1000 + (comm.rank() == n - 1 ? 1 : 0);
+  std::vector<float> send(static_cast<std::size_t>(count), 1.0f), recv(static_cast<std::size_t>(1001 * n));
+  try {
+    allgather(comm, send.data(), recv.data(), count, DType::kF32);
+  } catch (const Mismatch& e) {
+    RANK_SAY("MISMATCH rank %d: %s", comm.rank(), e.what());
+    return 3;
+  } catch (const Error& e) {
+    RANK_SAY("OTHER-ERROR rank %d: %s", comm.rank(), e.what());
+    return 4;
+  }
+  RANK_SAY("NO-ERROR rank %d", comm.rank());
+  return 5;
+}
+
+}  // namespace braid::testing
