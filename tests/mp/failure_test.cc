@@ -58,19 +58,17 @@ TEST_P(FailureTest, SizeMismatchRaisesMismatchOnBothSides) {
 
 TEST_P(FailureTest, CollectiveCountMismatchRaisesMismatchNotAHang) {
   // 4 ranks of a ring allgather; rank 3 passes one element more, so both of its edges
-  // (2 -> 3 and 3 -> 0) carry a disagreeing message. Whichever edge is checked first ends in
-  // Mismatch on both of its ranks (the receiver detects it, the sender is told by an abort
-  // frame); the fabric then drops rank 3's other pending transfer, so the other neighbour and
-  // rank 1 usually see rank 3's (or rank 0's) exit as PeerLost instead. Which edge wins is a
-  // race, and braid-run sometimes loses the last line of a rank that exits while the job is
-  // being stopped, so the checks below are what holds on every run: a Mismatch naming the
-  // operation and both sizes, no rank finishing without an error, and no hang.
+  // (2 -> 3 and 3 -> 0) carry a disagreeing message. The receiver on the edge checked first
+  // raises Mismatch and reports it to every rank, so all four end with braid::Mismatch.
   LaunchOptions o = options(4, "collective-mismatch");
   o.braid_run_flags = {"--grace", "20"};
   LaunchResult r = launch(o);
   EXPECT_FALSE(r.timed_out) << r.output;
   EXPECT_NE(r.exit_code, 0);
   EXPECT_EQ(r.count("NO-ERROR"), 0) << r.output;
+  // Every rank raises Mismatch: the two next to the odd rank from the envelopes, the others
+  // from the abort the first of them sends to every rank.
+  EXPECT_EQ(r.count("braid::Mismatch"), 4) << r.output;
   auto mismatches = r.lines_with("MISMATCH rank");
   ASSERT_FALSE(mismatches.empty()) << r.output;
   for (const auto& line : mismatches) {

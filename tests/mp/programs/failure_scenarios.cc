@@ -21,10 +21,9 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
 }  // namespace
 
 // Rank 0 sends 100 bytes, rank 1 expects 200: both must raise braid::Mismatch. Rank 0 learns
-// it while waiting for rank 1's reply, which rank 1 will never send. Both ignore SIGTERM so
-// that braid-run's clean-up after the first one exits cannot pre-empt the second's report.
+// it while waiting for rank 1's reply, which rank 1 will never send. (Failure scenarios ignore
+// SIGTERM, see main.cc, so braid-run's clean-up cannot pre-empt a report.)
 int scenario_mismatch(Communicator& comm, const Args&) {
-  std::signal(SIGTERM, SIG_IGN);  // both must report on their own, not be ended by braid-run first
   std::vector<std::uint8_t> buffer(200);
   try {
     if (comm.rank() == 0) {
@@ -49,7 +48,7 @@ int scenario_mismatch(Communicator& comm, const Args&) {
 
 // The last rank kills itself with SIGKILL in the middle of large transfers with every other
 // rank (it is sending to them and they to it). Survivors must raise braid::PeerLost naming
-// it within 5 s. They ignore SIGTERM so that braid-run's clean-up does not end them first.
+// it within 5 s.
 int scenario_victim(Communicator& comm, const Args&) {
   const int n = comm.size(), me = comm.rank(), victim = n - 1;
   constexpr std::size_t kBytes = 64u << 20;
@@ -63,7 +62,6 @@ int scenario_victim(Communicator& comm, const Args&) {
     work.front().test();  // some bytes are on their way
     ::kill(::getpid(), SIGKILL);
   }
-  std::signal(SIGTERM, SIG_IGN);
   auto start = std::chrono::steady_clock::now();
   try {
     Work sending = comm.isend(out.get(), kBytes, DType::kU8, victim, 2);  // the victim never receives it
@@ -84,7 +82,6 @@ int scenario_victim(Communicator& comm, const Args&) {
 // BRAID_TIMEOUT=2 both must raise braid::Timeout naming the peer, after about 2 s.
 int scenario_timeout(Communicator& comm, const Args&) {
   if (comm.rank() > 1) return 0;
-  std::signal(SIGTERM, SIG_IGN);
   std::uint8_t byte = 0;
   auto start = std::chrono::steady_clock::now();
   try {

@@ -1,9 +1,11 @@
 // braid-test-rank SCENARIO [ARGS...]: the rank program of the multi-process tests.
+#include <csignal>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <algorithm>
 #include <map>
+#include <set>
 #include <string>
 
 #include "braid/base/env.h"
@@ -26,6 +28,11 @@ int main(int argc, char** argv) {
     return 2;
   }
   Args args(argv + 2, argv + argc);
+  // Failure scenarios must report on their own: once one rank fails, braid-run sends SIGTERM
+  // to the others, which could otherwise end a rank before it prints what it saw (even while
+  // it is still in init, before the scenario starts).
+  const std::set<std::string> outlives_sigterm{"mismatch", "victim", "timeout", "collective-mismatch"};
+  if (outlives_sigterm.contains(argv[1])) std::signal(SIGTERM, SIG_IGN);
   if (auto job = braid::env::get(braid::env::kJobId)) RANK_SAY("JOBID %s", job->c_str());
   // "badtoken" only corrupts this rank's token before joining, to be refused by the store.
   if (std::getenv("BRAID_TEST_WRONG_TOKEN_RANK") != nullptr &&
