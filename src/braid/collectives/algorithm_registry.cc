@@ -15,6 +15,10 @@ namespace {
 // The first entry of each operation is its default.
 constexpr std::array kAlgorithms{
     AlgorithmEntry{OpKind::kAllreduce, "ring", algorithms::allreduce_ring},
+    AlgorithmEntry{OpKind::kAllreduce, "recursive_doubling", algorithms::allreduce_recursive_doubling},
+    AlgorithmEntry{OpKind::kAllreduce, "rabenseifner", algorithms::allreduce_rabenseifner,
+                   algorithms::allreduce_rabenseifner_supports},
+    AlgorithmEntry{OpKind::kAllreduce, "tree", algorithms::allreduce_tree},
     AlgorithmEntry{OpKind::kAllgather, "ring", algorithms::allgather_ring},
     AlgorithmEntry{OpKind::kAllgather, "recursive_doubling", algorithms::allgather_recursive_doubling,
                    algorithms::allgather_recursive_doubling_supports},
@@ -24,6 +28,10 @@ constexpr std::array kAlgorithms{
                    algorithms::reduce_scatter_recursive_halving_supports},
     AlgorithmEntry{OpKind::kBroadcast, "binomial", algorithms::broadcast_binomial},
     AlgorithmEntry{OpKind::kBroadcast, "chain", algorithms::broadcast_chain},
+    AlgorithmEntry{OpKind::kReduce, "binomial", algorithms::reduce_binomial},
+    AlgorithmEntry{OpKind::kGather, "linear", algorithms::gather_linear},
+    AlgorithmEntry{OpKind::kScatter, "linear", algorithms::scatter_linear},
+    AlgorithmEntry{OpKind::kAlltoall, "pairwise", algorithms::alltoall_pairwise},
 };
 
 }  // namespace

@@ -7,8 +7,25 @@
 
 namespace braid::algorithms {
 
-// allreduce: count = elements per rank; recv = op over ranks of send.
+// allreduce: count = elements per rank; recv = op over ranks of send, computed in place on
+// recv (the entry point has copied send into it; avg not yet divided).
 void allreduce_ring(const CollectiveArgs& args);
+void allreduce_recursive_doubling(const CollectiveArgs& args);
+void allreduce_rabenseifner(const CollectiveArgs& args);
+bool allreduce_rabenseifner_supports(const CollectiveArgs& args);  // n a power of two
+void allreduce_tree(const CollectiveArgs& args);
+
+// reduce: count elements; send read only; recv on args.root = op over ranks of send (avg not
+// yet divided), may equal send there; recv is not touched elsewhere.
+void reduce_binomial(const CollectiveArgs& args);
+
+// gather: count = elements per rank; on args.root, recv holds n blocks and already holds the
+// root's own block at index root (the entry point puts it there). send is read elsewhere.
+void gather_linear(const CollectiveArgs& args);
+
+// scatter: count = elements per rank; on args.root, send holds n blocks and the entry point
+// has already copied block root into recv; elsewhere recv receives this rank's block.
+void scatter_linear(const CollectiveArgs& args);
 
 // allgather: count = elements per rank; recv holds n blocks and, on entry, this rank's block
 // at block index rank (the entry point puts it there).
@@ -26,5 +43,10 @@ bool reduce_scatter_recursive_halving_supports(const CollectiveArgs& args);  // 
 // broadcast: count elements of recv (== send) from args.root to every rank.
 void broadcast_binomial(const CollectiveArgs& args);
 void broadcast_chain(const CollectiveArgs& args);
+
+// alltoall: count = elements per peer; send and recv hold n blocks, send block p goes to rank
+// p and rank p's block lands in recv block p. send and recv do not overlap. (alltoallv, with
+// per-peer counts, is declared in alltoallv_args.h.)
+void alltoall_pairwise(const CollectiveArgs& args);
 
 }  // namespace braid::algorithms

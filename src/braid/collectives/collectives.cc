@@ -10,6 +10,7 @@
 
 #include "braid/base/error.h"
 #include "braid/collectives/algorithm_registry.h"
+#include "braid/collectives/alltoallv_args.h"
 
 namespace braid {
 
@@ -38,6 +39,13 @@ void check_total(const Communicator& comm, OpKind op, std::int64_t count, DType 
   if (count > limit / comm.size()) {
     throw InvalidArgument({.rank = comm.rank(), .op = std::string(op_kind_name(op))},
                           fmt::format("count {} times {} ranks overflows", count, comm.size()));
+  }
+}
+
+void check_root(const Communicator& comm, OpKind op, int root) {
+  if (root < 0 || root >= comm.size()) {
+    throw InvalidArgument({.rank = comm.rank(), .op = std::string(op_kind_name(op))},
+                          fmt::format("root {} out of range [0, {})", root, comm.size()));
   }
 }
 
@@ -94,14 +102,89 @@ void reduce_scatter(Communicator& comm, const void* send, void* recv, std::int64
 void broadcast(Communicator& comm, void* data, std::int64_t count, DType dtype, int root,
                const CollectiveOptions& options) {
   check_common(comm, OpKind::kBroadcast, data, data, count, dtype);
-  if (root < 0 || root >= comm.size()) {
-    throw InvalidArgument({.rank = comm.rank(), .op = std::string(op_kind_name(OpKind::kBroadcast))},
-                          fmt::format("root {} out of range [0, {})", root, comm.size()));
-  }
+  check_root(comm, OpKind::kBroadcast, root);
   CollectiveArgs args = make_args(comm, OpKind::kBroadcast, data, data, count, dtype);
   args.root = root;
   const AlgorithmEntry& algorithm = choose_algorithm(args, options.algorithm);
   if (comm.size() > 1 && count > 0) algorithm.run(args);
+}
+
+void reduce(Communicator& comm, const void* send, void* recv, std::int64_t count, DType dtype, ReduceOp op, int root,
+            const CollectiveOptions& options) {
+  check_root(comm, OpKind::kReduce, root);
+  check_common(comm, OpKind::kReduce, send, comm.rank() == root ? recv : send, count, dtype);
+  check_reduce_op(comm, OpKind::kReduce, op);
+  CollectiveArgs args = make_args(comm, OpKind::kReduce, send, recv, count, dtype);
+  args.reduce_op = op;
+  args.root = root;
+  const AlgorithmEntry& algorithm = choose_algorithm(args, options.algorithm);
+  if (count == 0) return;
+  if (comm.size() > 1) {
+    algorithm.run(args);
+  } else if (send != recv) {
+    std::memcpy(recv, send, args.bytes(count));
+  }
+  if (op == ReduceOp::kAvg && comm.rank() == root) divide_by(recv, static_cast<std::size_t>(count), dtype, comm.size());
+}
+
+void gather(Communicator& comm, const void* send, void* recv, std::int64_t send_count, DType dtype, int root,
+            const CollectiveOptions& options) {
+  check_root(comm, OpKind::kGather, root);
+  check_common(comm, OpKind::kGather, send, comm.rank() == root ? recv : send, send_count, dtype);
+  check_total(comm, OpKind::kGather, send_count, dtype);
+  CollectiveArgs args = make_args(comm, OpKind::kGather, send, recv, send_count, dtype);
+  args.root = root;
+  const AlgorithmEntry& algorithm = choose_algorithm(args, options.algorithm);
+  if (send_count == 0) return;
+  if (comm.rank() == root) {
+    std::byte* own = args.recv + static_cast<std::size_t>(root) * args.bytes(send_count);
+    if (args.send != own) std::memcpy(own, send, args.bytes(send_count));
+  }
+  if (comm.size() > 1) algorithm.run(args);
+}
+
+void scatter(Communicator& comm, const void* send, void* recv, std::int64_t recv_count, DType dtype, int root,
+             const CollectiveOptions& options) {
+  check_root(comm, OpKind::kScatter, root);
+  check_common(comm, OpKind::kScatter, comm.rank() == root ? send : recv, recv, recv_count, dtype);
+  check_total(comm, OpKind::kScatter, recv_count, dtype);
+  CollectiveArgs args = make_args(comm, OpKind::kScatter, send, recv, recv_count, dtype);
+  args.root = root;
+  const AlgorithmEntry& algorithm = choose_algorithm(args, options.algorithm);
+  if (recv_count == 0) return;
+  if (comm.rank() == root) {
+    const std::byte* own = args.send + static_cast<std::size_t>(root) * args.bytes(recv_count);
+    if (own != args.recv) std::memcpy(recv, own, args.bytes(recv_count));
+  }
+  if (comm.size() > 1) algorithm.run(args);
+}
+
+void alltoall(Communicator& comm, const void* send, void* recv, std::int64_t count_per_peer, DType dtype,
+              const CollectiveOptions& options) {
+  check_common(comm, OpKind::kAlltoall, send, recv, count_per_peer, dtype);
+  check_total(comm, OpKind::kAlltoall, count_per_peer, dtype);
+  CollectiveArgs args = make_args(comm, OpKind::kAlltoall, send, recv, count_per_peer, dtype);
+  const AlgorithmEntry& algorithm = choose_algorithm(args, options.algorithm);
+  if (count_per_peer == 0) return;
+  if (send == recv) {  // in place: every block is read after others have landed, so stage it
+    std::byte* staged = comm.scratch(args.bytes(count_per_peer * comm.size()));
+    std::memcpy(staged, send, args.bytes(count_per_peer * comm.size()));
+    args.send = staged;
+  }
+  algorithm.run(args);
+}
+
+void alltoallv(Communicator& comm, const void* send, const std::int64_t* send_counts, const std::int64_t* send_displs,
+               void* recv, const std::int64_t* recv_counts, const std::int64_t* recv_displs, DType dtype,
+               const CollectiveOptions& options) {
+  const AlltoallvLayout layout{send_counts, send_displs, recv_counts, recv_displs};
+  check_alltoallv_layout(comm, send, recv, layout, dtype);
+  CollectiveArgs args = make_args(comm, OpKind::kAlltoallv, send, recv, 0, dtype);
+  if (!options.algorithm.empty() && options.algorithm != "pairwise") {
+    throw InvalidArgument({.rank = comm.rank(), .op = "alltoallv", .seq = args.seq},
+                          fmt::format("unknown algorithm '{}' (available: pairwise)", options.algorithm));
+  }
+  algorithms::alltoallv_pairwise(args, layout);
 }
 
 }  // namespace braid

@@ -44,4 +44,39 @@ void reduce_scatter(Communicator& comm, const void* send, void* recv, std::int64
 void broadcast(Communicator& comm, void* data, std::int64_t count, DType dtype, int root,
                const CollectiveOptions& options = {});
 
+// MPI_Reduce: on `root`, recv (`count` elements) = op over all ranks of send; avg divides
+// once, at the end. recv is not used elsewhere (may be null there). In place on the root:
+// send == recv. Every rank sees the same fixed reduction order (a tree in rank order relative
+// to the root). Algorithms: binomial (default).
+void reduce(Communicator& comm, const void* send, void* recv, std::int64_t count, DType dtype, ReduceOp op, int root,
+            const CollectiveOptions& options = {});
+
+// MPI_Gather: on `root`, recv (send_count * size elements) = every rank's send, rank r's at
+// offset r * send_count; recv is not used elsewhere (may be null there). In place on the root
+// (MPI_IN_PLACE style): send == recv + root * send_count. Algorithms: linear (default).
+void gather(Communicator& comm, const void* send, void* recv, std::int64_t send_count, DType dtype, int root,
+            const CollectiveOptions& options = {});
+
+// MPI_Scatter: block r (recv_count elements at r * recv_count) of the root's send lands in
+// rank r's recv; send is not used elsewhere (may be null there). In place on the root:
+// recv == send + root * recv_count (the root's block stays where it is). Algorithms: linear
+// (default).
+void scatter(Communicator& comm, const void* send, void* recv, std::int64_t recv_count, DType dtype, int root,
+             const CollectiveOptions& options = {});
+
+// MPI_Alltoall: send and recv hold count_per_peer * size elements; send block p goes to rank
+// p, and rank p's block lands in recv block p. In place: send == recv (the send buffer is
+// staged in scratch first); partial overlap is not allowed. Algorithms: pairwise (default).
+void alltoall(Communicator& comm, const void* send, void* recv, std::int64_t count_per_peer, DType dtype,
+              const CollectiveOptions& options = {});
+
+// MPI_Alltoallv, counts and displacements in elements, one entry per rank: send_counts[p]
+// elements at send_displs[p] go to rank p, whose block lands in recv_counts[p] elements at
+// recv_displs[p]. A negative count or displacement raises InvalidArgument; a recv count that
+// differs from the peer's send count raises Mismatch (the envelope carries the true count).
+// Not in place. Algorithms: pairwise (default; called directly, see alltoallv_args.h).
+void alltoallv(Communicator& comm, const void* send, const std::int64_t* send_counts, const std::int64_t* send_displs,
+               void* recv, const std::int64_t* recv_counts, const std::int64_t* recv_displs, DType dtype,
+               const CollectiveOptions& options = {});
+
 }  // namespace braid

@@ -1,6 +1,7 @@
-// Collective scenarios: every algorithm of allgather, reduce_scatter and broadcast over a grid
-// of dtypes x reduction ops x counts x in-place / out-of-place x roots, checked bit for bit
-// against a locally computed reference; and a count disagreement that must raise Mismatch.
+// Collective scenarios: every algorithm of allreduce, allgather, reduce_scatter, broadcast,
+// reduce, gather and scatter over a grid of dtypes x reduction ops x counts x in-place /
+// out-of-place x roots, checked bit for bit against a locally computed reference; and a count
+// disagreement that must raise Mismatch.
 //
 // Inputs are small integers, so every dtype (bf16 included: integers up to 256 are exact) and
 // every summation order gives the exact result; u8 wraps modulo 256 like the kernels.
@@ -37,6 +38,12 @@ class CollectiveChecker {
   int cases() const { return cases_; }
 
  private:
+  void allreduce_case(const AlgorithmEntry& algorithm, const Case& c, ReduceOp op, bool in_place);
+  void reduce_case(const AlgorithmEntry& algorithm, const Case& c, ReduceOp op, bool in_place, int root);
+  void gather_case(const AlgorithmEntry& algorithm, const Case& c, bool in_place, int root);
+  void scatter_case(const AlgorithmEntry& algorithm, const Case& c, bool in_place, int root);
+  void run_reducing(OpKind kind, const std::vector<std::int64_t>& grid);
+  void run_rooted(OpKind kind, const std::vector<std::int64_t>& grid);
   void allgather_case(const AlgorithmEntry& algorithm, const Case& c, bool in_place);
   void reduce_scatter_case(const AlgorithmEntry& algorithm, const Case& c, ReduceOp op, bool in_place);
   void broadcast_case(const AlgorithmEntry& algorithm, const Case& c, int root);
@@ -115,6 +122,76 @@ void CollectiveChecker::reduce_scatter_case(const AlgorithmEntry& algorithm, con
   if (!in_place) compare({c.what + " (send buffer modified)", c.count, c.dtype}, send_.data(), original);
 }
 
+void CollectiveChecker::allreduce_case(const AlgorithmEntry& algorithm, const Case& c, ReduceOp op, bool in_place) {
+  fill_reduce_inputs(send_, op, comm_.rank(), c.count, c.dtype);
+  fill_reduce_expected(want_, op, comm_.size(), 0, c.count, c.dtype);
+  Bytes original = send_;
+  std::byte* recv = send_.data();
+  if (!in_place) {
+    recv_.assign(want_.size(), kGarbage);
+    recv = recv_.data();
+  }
+  allreduce(comm_, send_.data(), recv, c.count, c.dtype, op, {.algorithm = std::string(algorithm.name)});
+  compare(c, recv, want_);
+  if (!in_place) compare({c.what + " (send buffer modified)", c.count, c.dtype}, send_.data(), original);
+}
+
+// Off the root, recv is null (not significant there) and send must be left as it was.
+void CollectiveChecker::reduce_case(const AlgorithmEntry& algorithm, const Case& c, ReduceOp op, bool in_place,
+                                    int root) {
+  const bool is_root = comm_.rank() == root;
+  fill_reduce_inputs(send_, op, comm_.rank(), c.count, c.dtype);
+  fill_reduce_expected(want_, op, comm_.size(), 0, c.count, c.dtype);
+  Bytes original = send_;
+  std::byte* recv = nullptr;
+  if (is_root) {
+    recv_.assign(want_.size(), kGarbage);
+    recv = in_place ? send_.data() : recv_.data();
+  }
+  reduce(comm_, send_.data(), recv, c.count, c.dtype, op, root, {.algorithm = std::string(algorithm.name)});
+  if (is_root) compare(c, recv, want_);
+  if (!is_root || !in_place) compare({c.what + " (send buffer modified)", c.count, c.dtype}, send_.data(), original);
+}
+
+void CollectiveChecker::gather_case(const AlgorithmEntry& algorithm, const Case& c, bool in_place, int root) {
+  const int n = comm_.size(), r = comm_.rank();
+  const std::size_t block = static_cast<std::size_t>(c.count) * dtype_size(c.dtype);
+  fill_gathered(want_, n, c.count, c.dtype);
+  send_.assign(want_.begin() + static_cast<std::ptrdiff_t>(r * block),
+               want_.begin() + static_cast<std::ptrdiff_t>((r + 1) * block));
+  const std::byte* send = send_.data();
+  std::byte* recv = nullptr;
+  if (r == root) {
+    recv_.assign(want_.size(), kGarbage);
+    recv = recv_.data();
+    if (in_place) {
+      std::memcpy(recv + static_cast<std::size_t>(r) * block, send_.data(), block);
+      send = recv + static_cast<std::size_t>(r) * block;
+    }
+  }
+  gather(comm_, send, recv, c.count, c.dtype, root, {.algorithm = std::string(algorithm.name)});
+  if (r == root) compare(c, recv, want_);
+}
+
+void CollectiveChecker::scatter_case(const AlgorithmEntry& algorithm, const Case& c, bool in_place, int root) {
+  const int r = comm_.rank();
+  const std::size_t block = static_cast<std::size_t>(c.count) * dtype_size(c.dtype);
+  Bytes all;
+  fill_gathered(all, comm_.size(), c.count, c.dtype);
+  want_.assign(all.begin() + static_cast<std::ptrdiff_t>(r * block),
+               all.begin() + static_cast<std::ptrdiff_t>((r + 1) * block));
+  const std::byte* send = nullptr;
+  recv_.assign(block, kGarbage);
+  std::byte* recv = recv_.data();
+  if (r == root) {
+    send_ = all;
+    send = send_.data();
+    if (in_place) recv = send_.data() + static_cast<std::size_t>(r) * block;
+  }
+  scatter(comm_, send, recv, c.count, c.dtype, root, {.algorithm = std::string(algorithm.name)});
+  compare(c, recv, want_);
+}
+
 void CollectiveChecker::broadcast_case(const AlgorithmEntry& algorithm, const Case& c, int root) {
   fill_broadcast(want_, root, c.count, c.dtype);
   if (comm_.rank() == root) {
@@ -126,9 +203,69 @@ void CollectiveChecker::broadcast_case(const AlgorithmEntry& algorithm, const Ca
   compare(c, recv_.data(), want_);
 }
 
+// allreduce (in place or not) and reduce (in place on the root or not, roots 0 and n-1).
+void CollectiveChecker::run_reducing(OpKind kind, const std::vector<std::int64_t>& grid) {
+  const int n = comm_.size();
+  const char* name = kind == OpKind::kAllreduce ? "allreduce" : "reduce";
+  const std::vector<int> roots = kind == OpKind::kAllreduce ? std::vector<int>{0} : std::vector<int>{0, n - 1};
+  for (const AlgorithmEntry* a : algorithms_for(kind)) {
+    if (!supported(*a, kind)) continue;
+    for (DType dtype : kTestDTypes) {
+      for (ReduceOp op : kTestOps) {
+        std::vector<std::int64_t> sizes = grid;
+        if (dtype == DType::kF32 && op == ReduceOp::kSum) sizes.push_back(kLargeCount);
+        for (std::int64_t count : sizes) {
+          for (bool in_place : {false, true}) {
+            for (int root : roots) {
+              std::string variant = std::string(reduce_op_name(op)) + (in_place ? " in-place" : " out-of-place");
+              if (kind == OpKind::kReduce) variant += " root=" + std::to_string(root);
+              Case c{describe_case(name, *a, dtype, count, variant), count, dtype};
+              if (kind == OpKind::kAllreduce) {
+                allreduce_case(*a, c, op, in_place);
+              } else {
+                reduce_case(*a, c, op, in_place, root);
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+// gather and scatter: in place on the root or not, roots 0 and n-1.
+void CollectiveChecker::run_rooted(OpKind kind, const std::vector<std::int64_t>& grid) {
+  const int n = comm_.size();
+  const char* name = kind == OpKind::kGather ? "gather" : "scatter";
+  for (const AlgorithmEntry* a : algorithms_for(kind)) {
+    if (!supported(*a, kind)) continue;
+    for (DType dtype : kTestDTypes) {
+      std::vector<std::int64_t> sizes = grid;
+      if (dtype == DType::kF32) sizes.push_back(kLargeCount);
+      for (std::int64_t count : sizes) {
+        for (bool in_place : {false, true}) {
+          for (int root : {0, n - 1}) {
+            std::string variant = std::string(in_place ? "in-place" : "out-of-place") + " root=" + std::to_string(root);
+            Case c{describe_case(name, *a, dtype, count, variant), count, dtype};
+            if (kind == OpKind::kGather) {
+              gather_case(*a, c, in_place, root);
+            } else {
+              scatter_case(*a, c, in_place, root);
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
 void CollectiveChecker::run_all() {
   const int n = comm_.size();
   std::vector<std::int64_t> grid = counts();
+  run_reducing(OpKind::kAllreduce, grid);
+  run_reducing(OpKind::kReduce, grid);
+  run_rooted(OpKind::kGather, grid);
+  run_rooted(OpKind::kScatter, grid);
   for (const AlgorithmEntry* a : algorithms_for(OpKind::kAllgather)) {
     if (!supported(*a, OpKind::kAllgather)) continue;
     for (DType dtype : kTestDTypes) {

@@ -20,6 +20,7 @@ int main(int argc, char** argv) {
       {"split", scenario_split},       {"mismatch", scenario_mismatch}, {"victim", scenario_victim},
       {"bad-arguments", scenario_bad_arguments}, {"timeout", scenario_timeout},
       {"collectives", scenario_collectives},     {"collective-mismatch", scenario_collective_mismatch},
+      {"alltoall", scenario_alltoall},         {"alltoallv-mismatch", scenario_alltoallv_mismatch},
   };
   if (argc < 2 || !scenarios.contains(argv[1])) {
     std::fprintf(stderr, "usage: braid-test-rank SCENARIO [ARGS...]; scenarios:");
@@ -31,7 +32,8 @@ int main(int argc, char** argv) {
   // Failure scenarios must report on their own: once one rank fails, braid-run sends SIGTERM
   // to the others, which could otherwise end a rank before it prints what it saw (even while
   // it is still in init, before the scenario starts).
-  const std::set<std::string> outlives_sigterm{"mismatch", "victim", "timeout", "collective-mismatch"};
+  const std::set<std::string> outlives_sigterm{"mismatch", "victim", "timeout", "collective-mismatch",
+                                               "alltoallv-mismatch"};
   if (outlives_sigterm.contains(argv[1])) std::signal(SIGTERM, SIG_IGN);
   if (auto job = braid::env::get(braid::env::kJobId)) RANK_SAY("JOBID %s", job->c_str());
   // "badtoken" only corrupts this rank's token before joining, to be refused by the store.

@@ -24,6 +24,8 @@ int scenario_bad_arguments(Communicator& comm, const Args& args);
 int scenario_timeout(Communicator& comm, const Args& args);
 int scenario_collectives(Communicator& comm, const Args& args);
 int scenario_collective_mismatch(Communicator& comm, const Args& args);
+int scenario_alltoall(Communicator& comm, const Args& args);
+int scenario_alltoallv_mismatch(Communicator& comm, const Args& args);
 
 // Deterministic content for the message from `src` to `dst` of `bytes` bytes, so the receiver
 // can verify every byte without another copy of it.

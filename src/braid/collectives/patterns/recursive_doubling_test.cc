@@ -55,5 +55,28 @@ TEST(RecursiveDoublingPatternTest, HalvingEndsWithEachRankOwningItsBlock) {
   }
 }
 
+// Folding: the ranks that stay are numbered 0..p-1 exactly once, each folded-away rank's
+// partner (rank - 1) stays, and virtual and real ranks convert both ways.
+TEST(RecursiveDoublingPatternTest, FoldLeavesAPowerOfTwo) {
+  for (int n = 1; n <= 13; ++n) {
+    int p = power_of_two_below(n);
+    EXPECT_TRUE(is_power_of_two(p));
+    EXPECT_LT(n, 2 * p);
+    std::vector<int> seen(static_cast<std::size_t>(p), 0);
+    for (int r = 0; r < n; ++r) {
+      if (folds_away(r, n)) {
+        EXPECT_FALSE(folds_away(r - 1, n));
+        continue;
+      }
+      int v = virtual_rank(r, n);
+      ASSERT_GE(v, 0);
+      ASSERT_LT(v, p);
+      ++seen[static_cast<std::size_t>(v)];
+      EXPECT_EQ(real_rank(v, n), r);
+    }
+    for (int count : seen) EXPECT_EQ(count, 1);
+  }
+}
+
 }  // namespace
 }  // namespace braid::recursive_doubling

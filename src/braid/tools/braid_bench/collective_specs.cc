@@ -79,10 +79,29 @@ CollectiveSpec broadcast_spec() {
   return spec;
 }
 
+// nccl-tests' alltoall size: the whole send buffer of a rank (= its receive buffer); each peer
+// gets size / n. Rank p's element i is input(p, i), so element j of the block rank r receives
+// from peer p is input(p, r * count + j): derived from (p, r, j) alone.
+CollectiveSpec alltoall_spec() {
+  CollectiveSpec spec;
+  spec.name = "alltoall";
+  spec.busbw_factor = [](int n) { return static_cast<double>(n - 1) / n; };
+  spec.count_for = [](std::uint64_t bytes, int n, std::size_t elem) { return static_cast<std::int64_t>(bytes / elem) / n; };
+  spec.size_of = [](std::int64_t count, int n, std::size_t elem) { return static_cast<std::uint64_t>(count * n) * elem; };
+  spec.send_elements = [](std::int64_t count, int n) { return count * n; };
+  spec.recv_elements = [](std::int64_t count, int n) { return count * n; };
+  spec.input = [](ReduceOp, int rank, int, std::int64_t i) { return input_value(ReduceOp::kSum, rank, i); };
+  spec.expected = [](ReduceOp, int rank, int, std::int64_t count, std::int64_t i, DType) {
+    return input_value(ReduceOp::kSum, static_cast<int>(i / count), rank * count + i % count);
+  };
+  spec.run = [](const CollectiveCall& c) { alltoall(c.comm, c.send, c.recv, c.count, c.dtype, c.options); };
+  return spec;
+}
+
 }  // namespace
 
 std::vector<CollectiveSpec> collective_specs() {
-  return {allreduce_spec(), allgather_spec(), reduce_scatter_spec(), broadcast_spec()};
+  return {allreduce_spec(), allgather_spec(), reduce_scatter_spec(), broadcast_spec(), alltoall_spec()};
 }
 
 }  // namespace braid::bench

@@ -1,0 +1,55 @@
+#include "braid/collectives/alltoallv_args.h"
+
+#include <limits>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "braid/base/error.h"
+
+namespace braid {
+
+namespace {
+
+// True when any block of this side is non-empty; throws on a bad count or displacement.
+bool check_side(const ErrorContext& ctx, const char* side, const std::int64_t* counts, const std::int64_t* displs,
+                int n, DType dtype) {
+  if (counts == nullptr || displs == nullptr) throw InvalidArgument(ctx, fmt::format("null {} counts or displacements", side));
+  const std::int64_t limit = std::numeric_limits<std::int64_t>::max() / static_cast<std::int64_t>(dtype_size(dtype));
+  bool any = false;
+  for (int p = 0; p < n; ++p) {
+    if (counts[p] < 0 || displs[p] < 0) {
+      throw InvalidArgument(ctx, fmt::format("{} count {} / displacement {} for rank {} must be >= 0", side, counts[p],
+                                             displs[p], p));
+    }
+    if (counts[p] > limit - displs[p]) {
+      throw InvalidArgument(ctx, fmt::format("{} block of rank {} ({} elements at {}) overflows", side, p, counts[p],
+                                             displs[p]));
+    }
+    any = any || counts[p] > 0;
+  }
+  return any;
+}
+
+}  // namespace
+
+void check_alltoallv_layout(const Communicator& comm, const void* send, const void* recv,
+                            const AlltoallvLayout& layout, DType dtype) {
+  const int n = comm.size(), r = comm.rank();
+  ErrorContext ctx{.rank = r, .op = std::string(op_kind_name(OpKind::kAlltoallv))};
+  if (!is_valid_dtype(static_cast<std::uint8_t>(dtype))) {
+    throw InvalidArgument(ctx, fmt::format("invalid dtype value {}", static_cast<int>(dtype)));
+  }
+  const bool sends = check_side(ctx, "send", layout.send_counts, layout.send_displs, n, dtype);
+  const bool receives = check_side(ctx, "recv", layout.recv_counts, layout.recv_displs, n, dtype);
+  if ((sends && send == nullptr) || (receives && recv == nullptr)) {
+    throw InvalidArgument(ctx, "null buffer with a non-zero count");
+  }
+  if ((sends || receives) && send == recv) throw InvalidArgument(ctx, "alltoallv cannot run in place (send == recv)");
+  if (layout.send_counts[r] != layout.recv_counts[r]) {
+    throw Mismatch(ctx, fmt::format("rank {} sends itself {} elements but expects to receive {}", r,
+                                    layout.send_counts[r], layout.recv_counts[r]));
+  }
+}
+
+}  // namespace braid
