@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "braid/base/element_value.h"
 #include "braid/base/error.h"
-#include "braid/base/half.h"
 #include "braid/collectives/collectives.h"
 #include "scenario.h"
 
@@ -26,26 +26,10 @@ constexpr std::int64_t kCounts[] = {0, 1, 3, 1000};
 
 double value(int src, int dst, std::int64_t j) { return static_cast<double>((src * 7 + dst * 3 + j) % 50 + 1); }
 
-template <typename T>
-void put(std::byte* data, std::int64_t index, T v) {
-  std::memcpy(data + static_cast<std::size_t>(index) * sizeof(T), &v, sizeof(T));
-}
-
-void store(std::byte* data, std::int64_t index, DType dtype, double v) {
-  switch (dtype) {
-    case DType::kF32: put(data, index, static_cast<float>(v)); break;
-    case DType::kF64: put(data, index, v); break;
-    case DType::kF16: put(data, index, float_to_half(static_cast<float>(v))); break;
-    case DType::kBF16: put(data, index, float_to_bf16(static_cast<float>(v))); break;
-    case DType::kI32: put(data, index, static_cast<std::int32_t>(v)); break;
-    case DType::kI64: put(data, index, static_cast<std::int64_t>(v)); break;
-    case DType::kU8: put(data, index, static_cast<std::uint8_t>(v)); break;
-  }
-}
 
 // Block (src -> dst) of `count` elements written at element offset `at` of `out`.
 void fill_block(Bytes& out, std::int64_t at, int src, int dst, std::int64_t count, DType dtype) {
-  for (std::int64_t j = 0; j < count; ++j) store(out.data(), at + j, dtype, value(src, dst, j));
+  for (std::int64_t j = 0; j < count; ++j) store_element(out.data(), at + j, dtype, value(src, dst, j));
 }
 
 // alltoallv's element count from src to dst: irregular, zero for about a quarter of the pairs

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <cstring>
 
-#include "braid/base/half.h"
+#include "braid/base/element_value.h"
 
 namespace braid::testing {
 
@@ -45,27 +45,11 @@ double reduce_expected(ReduceOp op, int n, std::int64_t index, DType dtype) {
   return static_cast<double>(static_cast<float>(result) / static_cast<float>(n));  // kernels divide in fp32
 }
 
-template <typename T>
-void put(std::byte* data, std::int64_t index, T value) {
-  std::memcpy(data + static_cast<std::size_t>(index) * sizeof(T), &value, sizeof(T));
-}
-
-void store(std::byte* data, std::int64_t index, DType dtype, double value) {
-  switch (dtype) {
-    case DType::kF32: put(data, index, static_cast<float>(value)); break;
-    case DType::kF64: put(data, index, value); break;
-    case DType::kF16: put(data, index, float_to_half(static_cast<float>(value))); break;
-    case DType::kBF16: put(data, index, float_to_bf16(static_cast<float>(value))); break;
-    case DType::kI32: put(data, index, static_cast<std::int32_t>(value)); break;
-    case DType::kI64: put(data, index, static_cast<std::int64_t>(value)); break;
-    case DType::kU8: put(data, index, static_cast<std::uint8_t>(value)); break;
-  }
-}
 
 template <typename Value>
 void fill(std::vector<std::byte>& out, std::int64_t count, DType dtype, Value value) {
   out.resize(static_cast<std::size_t>(count) * dtype_size(dtype));
-  for (std::int64_t i = 0; i < count; ++i) store(out.data(), i, dtype, value(i));
+  for (std::int64_t i = 0; i < count; ++i) store_element(out.data(), i, dtype, value(i));
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "braid/base/element_value.h"
 #include "memcpy_probe.h"
 #include "reference_values.h"
 #include "result_table.h"
@@ -42,7 +43,7 @@ double time_calls(const CollectiveSpec& spec, const CollectiveCall& call, int it
 }
 
 void fill_input(const CollectiveSpec& spec, void* send, std::int64_t elements, DType dtype, ReduceOp op, int rank, int n) {
-  for (std::int64_t i = 0; i < elements; ++i) store_value(send, i, dtype, spec.input(op, rank, n, i));
+  for (std::int64_t i = 0; i < elements; ++i) store_element(send, i, dtype, spec.input(op, rank, n, i));
 }
 
 std::int64_t count_wrong(const CollectiveSpec& spec, const CollectiveCall& call) {
@@ -56,7 +57,7 @@ std::int64_t count_wrong(const CollectiveSpec& spec, const CollectiveCall& call)
   std::vector<std::byte> expected(elem);
   std::int64_t wrong = 0;
   for (std::int64_t i = 0; i < spec.recv_elements(count, n); ++i) {
-    store_value(expected.data(), 0, dtype, spec.expected(op, comm.rank(), n, count, i, dtype));
+    store_element(expected.data(), 0, dtype, spec.expected(op, comm.rank(), n, count, i, dtype));
     wrong += std::memcmp(static_cast<const std::byte*>(recv) + i * static_cast<std::int64_t>(elem), expected.data(), elem) != 0;
   }
   std::int64_t total = 0;

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 
-#include "braid/base/half.h"
 
 namespace braid::bench {
 
@@ -44,16 +43,5 @@ double expected_value(ReduceOp op, int ranks, std::int64_t index, DType dtype) {
   return result;
 }
 
-void store_value(void* data, std::int64_t index, DType dtype, double value) {
-  switch (dtype) {
-    case DType::kF32: static_cast<float*>(data)[index] = static_cast<float>(value); break;
-    case DType::kF64: static_cast<double*>(data)[index] = value; break;
-    case DType::kF16: static_cast<std::uint16_t*>(data)[index] = float_to_half(static_cast<float>(value)); break;
-    case DType::kBF16: static_cast<std::uint16_t*>(data)[index] = float_to_bf16(static_cast<float>(value)); break;
-    case DType::kI32: static_cast<std::int32_t*>(data)[index] = static_cast<std::int32_t>(value); break;
-    case DType::kI64: static_cast<std::int64_t*>(data)[index] = static_cast<std::int64_t>(value); break;
-    case DType::kU8: static_cast<std::uint8_t*>(data)[index] = static_cast<std::uint8_t>(value); break;
-  }
-}
 
 }  // namespace braid::bench

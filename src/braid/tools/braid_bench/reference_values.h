@@ -14,7 +14,5 @@ namespace braid::bench {
 double input_value(ReduceOp op, int rank, std::int64_t index);
 // The exact result at element `index` over `ranks` ranks.
 double expected_value(ReduceOp op, int ranks, std::int64_t index, DType dtype);
-// Writes `value` into element `index` of `data` in `dtype`'s representation.
-void store_value(void* data, std::int64_t index, DType dtype, double value);
 
 }  // namespace braid::bench
