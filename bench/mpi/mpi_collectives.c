@@ -41,9 +41,8 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "bench_args.h"
+#include "bench_common.h"
 
-static const size_t kHugePage = (size_t)2 << 20;
 /* braid-bench's defaults (src/braid/tools/braid_bench): iters = clamp(256 MiB / size, 5, 1000). */
 static const size_t kBytesPerBatch = (size_t)256 << 20;
 static const long kMinIters = 5;
@@ -199,24 +198,6 @@ static long iters_for(const Options* opt, size_t size) {
 static long warmup_for(const Options* opt, long iters) {
   if (opt->warmup >= 0) return opt->warmup;
   return iters / 5 > 1 ? iters / 5 : 1;
-}
-
-/* 2 MiB-aligned, THP-advised and written once, so no timed call takes a page fault. */
-static float* alloc_touched(size_t bytes) {
-  size_t rounded = (bytes + kHugePage - 1) / kHugePage * kHugePage;
-  if (rounded == 0) rounded = kHugePage;
-  void* p = NULL;
-  if (posix_memalign(&p, kHugePage, rounded) != 0) return NULL;
-#ifdef MADV_HUGEPAGE
-  (void)madvise(p, rounded, MADV_HUGEPAGE); /* a hint: fine to be refused */
-#endif
-  memset(p, 0, rounded);
-  return p;
-}
-
-static int compare_double(const void* a, const void* b) {
-  double x = *(const double*)a, y = *(const double*)b;
-  return (x > y) - (x < y);
 }
 
 /* The per-rank element counts of one call of `op` at `size` bytes (already rounded). */

@@ -25,10 +25,9 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "bench_args.h"
+#include "bench_common.h"
 
 enum { kTag = 17 };
-static const size_t kHugePage = (size_t)2 << 20;
 /* Default iteration count: large sizes are timed over ~1 GiB each way, clamped to
  * [kMinIters, kMaxIters]; the default sweep 8 B .. 256 MiB (factor 2) takes ~10 s here. */
 static const size_t kBytesPerSize = (size_t)1 << 30;
@@ -128,23 +127,6 @@ static long iters_for(const Options* opt, size_t size) {
 static long warmup_for(const Options* opt, long iters) {
   if (opt->warmup >= 0) return opt->warmup;
   return iters / 10 > 1 ? iters / 10 : 1;
-}
-
-/* 2 MiB-aligned, THP-advised and written once, so no timed transfer takes a page fault. */
-static unsigned char* alloc_touched(size_t bytes) {
-  size_t rounded = (bytes + kHugePage - 1) / kHugePage * kHugePage;
-  void* p = NULL;
-  if (posix_memalign(&p, kHugePage, rounded) != 0) return NULL;
-#ifdef MADV_HUGEPAGE
-  (void)madvise(p, rounded, MADV_HUGEPAGE); /* a hint: fine to be refused */
-#endif
-  memset(p, 0, rounded);
-  return p;
-}
-
-static int compare_double(const void* a, const void* b) {
-  double x = *(const double*)a, y = *(const double*)b;
-  return (x > y) - (x < y);
 }
 
 /* One size: warm-up, then `iters` timed round trips. Rank 0 fills *result and returns the
