@@ -45,9 +45,31 @@ Communicator::Communicator(std::shared_ptr<World> world, std::vector<int> member
                            Topology topology)
     : world_(std::move(world)), members_(std::move(members)), rank_(rank), id_(id), topology_(std::move(topology)) {}
 
-Communicator::Communicator(Communicator&&) noexcept = default;
-Communicator& Communicator::operator=(Communicator&&) noexcept = default;
+Communicator::Communicator(Communicator&& other) noexcept {
+  for (auto& [type, value] : other.attachments_) value->quiesce();
+  *this = std::move(other);
+}
+
+Communicator& Communicator::operator=(Communicator&& other) noexcept {
+  if (this == &other) return *this;
+  for (auto& [type, value] : attachments_) value->quiesce();
+  for (auto& [type, value] : other.attachments_) value->quiesce();
+  attachments_.clear();  // before the connections they may use
+  world_ = std::move(other.world_);
+  members_ = std::move(other.members_);
+  rank_ = other.rank_;
+  id_ = other.id_;
+  topology_ = std::move(other.topology_);
+  next_collective_seq_ = other.next_collective_seq_;
+  next_send_seq_ = other.next_send_seq_;
+  scratch_ = std::move(other.scratch_);
+  attachments_ = std::move(other.attachments_);
+  return *this;
+}
+
 Communicator::~Communicator() = default;
+
+Fabric& Communicator::fabric() const { return *world_->fabric; }
 
 std::string_view Communicator::transport_to(int peer) const {
   if (peer < 0 || peer >= size()) {

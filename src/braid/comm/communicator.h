@@ -25,6 +25,8 @@
 #include <memory>
 #include <optional>
 #include <string_view>
+#include <typeindex>
+#include <utility>
 #include <vector>
 
 #include "braid/base/dtype.h"
@@ -35,7 +37,18 @@
 
 namespace braid {
 
+class Fabric;
 struct World;
+
+// State an upper layer keeps with a communicator (the shared-memory workspace of the direct
+// algorithms, the sub-communicators of hierarchical ones, the queue of asynchronous
+// collectives) without comm/ knowing its type. See Communicator::attachment().
+class CommAttachment {
+ public:
+  virtual ~CommAttachment() = default;
+  // Called before the owning Communicator moves: finish anything that holds its address.
+  virtual void quiesce() noexcept {}
+};
 
 class Communicator {
  public:
@@ -85,6 +98,22 @@ class Communicator {
   Work post_collective_recv(void* data, const Envelope& envelope, int peer);
   // Scratch memory for the running collective (reused across calls; see scratch_buffer.h).
   std::byte* scratch(std::size_t bytes) { return scratch_.get(bytes); }
+  // The world's progress engine (liveness checks, poisoning) for algorithms that wait on
+  // shared memory instead of messages.
+  Fabric& fabric() const;
+
+  // The attachment of type T, created with T(args...) on first use (per communicator; lives
+  // as long as it and dies before its connections). T derives from CommAttachment.
+  template <class T, class... Args>
+  T& attachment(Args&&... args) {
+    for (auto& [type, value] : attachments_) {
+      if (type == std::type_index(typeid(T))) return static_cast<T&>(*value);
+    }
+    auto created = std::make_unique<T>(std::forward<Args>(args)...);
+    T& ref = *created;
+    attachments_.emplace_back(std::type_index(typeid(T)), std::move(created));
+    return ref;
+  }
 
  private:
   Communicator(std::shared_ptr<World> world, std::vector<int> members, int rank, std::uint64_t id, Topology topology);
@@ -99,6 +128,8 @@ class Communicator {
   std::int64_t next_collective_seq_ = 0;
   std::int64_t next_send_seq_ = 0;
   ScratchBuffer scratch_;
+  // Last, so that attachments (which may use the communicator) are destroyed first.
+  std::vector<std::pair<std::type_index, std::unique_ptr<CommAttachment>>> attachments_;
 };
 
 }  // namespace braid

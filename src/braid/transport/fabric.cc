@@ -67,6 +67,22 @@ void Fabric::check_peers_locked() {
   for (auto& t : transports_) t->check_peers();
 }
 
+void Fabric::check_health() {
+  std::lock_guard lock(mu_);
+  if (poison_) std::rethrow_exception(poison_);
+  try {
+    progress_locked();
+    check_peers_locked();
+  } catch (const Error&) {
+    poison_and_throw_locked(std::current_exception());
+  }
+}
+
+void Fabric::fail(std::exception_ptr error) {
+  std::lock_guard lock(mu_);
+  poison_and_throw_locked(std::move(error));
+}
+
 void Fabric::poison_and_throw_locked(std::exception_ptr error) {
   if (!poison_) {
     poison_ = error;

@@ -50,6 +50,15 @@ class Fabric {
   // One progress pass; true if `request` has completed (rethrows its error if it failed).
   bool test(const RequestPtr& request);
 
+  // For waits outside the transports (collectives that synchronise through shared memory):
+  // one progress pass and a liveness check of every peer; rethrows the poison, or poisons the
+  // fabric with what it finds (a lost peer, an abort from another rank) and throws that.
+  void check_health();
+  // Poisons the fabric with `error` (telling every peer) and throws it; if already poisoned,
+  // throws the first error instead.
+  [[noreturn]] void fail(std::exception_ptr error);
+  const FabricOptions& options() const { return options_; }
+
   // Orderly close (idempotent). Called by the destructor when the fabric is not poisoned.
   void shutdown() noexcept;
 
