@@ -14,7 +14,9 @@ namespace {
 
 constexpr std::array kBraidVariables{
     kRank,    kWorldSize, kLocalRank, kLocalWorldSize, kMasterAddr,  kMasterPort,    kJobToken, kJobId,
-    kTimeout, kTransport, kHostId,    kBindAddr,       kSpinUs,      kShmRingBytes,  kShmChunkBytes, kKernels, kLogLevel,
+    kTimeout, kTransport, kHostId,    kBindAddr,       kSpinUs,      kShmRingBytes,  kShmChunkBytes, kShmSliceBytes, kKernels, kLogLevel,
+    kAlgoAllreduce, kAlgoAllgather, kAlgoReduceScatter, kAlgoBroadcast, kAlgoReduce, kAlgoGather, kAlgoScatter,
+    kAlgoAlltoall, kTuningFile,
 };
 
 constexpr std::array kForeignVariables{

@@ -32,8 +32,19 @@ inline constexpr Variable kBindAddr{"BRAID_BIND_ADDR", "", "address transport li
 inline constexpr Variable kSpinUs{"BRAID_SPIN_US", "50", "microseconds a waiting rank polls before it sleeps on a futex / poll"};
 inline constexpr Variable kShmRingBytes{"BRAID_SHM_RING_BYTES", "524288", "bytes of each shared-memory ring (one per ordered pair of ranks on a host)"};
 inline constexpr Variable kShmChunkBytes{"BRAID_SHM_CHUNK_BYTES", "32768", "largest piece a shared-memory send publishes at once (pipelining grain)"};
+inline constexpr Variable kShmSliceBytes{"BRAID_SHM_SLICE_BYTES", "", "per-rank slice of one round of the shared-memory direct allreduce (default: 128 KiB, 1 MiB when ranks outnumber cores)"};
 inline constexpr Variable kKernels{"BRAID_KERNELS", "auto", "reduction kernels: auto (widest the CPU supports), scalar, avx2 or avx512"};
 inline constexpr Variable kLogLevel{"BRAID_LOG_LEVEL", "warn", "error, warn, info or debug"};
+// Algorithm selection (collectives/tuner.h); must be equal on every rank of a job.
+inline constexpr Variable kAlgoAllreduce{"BRAID_ALGO_ALLREDUCE", "", "force this allreduce algorithm where it supports the call"};
+inline constexpr Variable kAlgoAllgather{"BRAID_ALGO_ALLGATHER", "", "force this allgather algorithm where it supports the call"};
+inline constexpr Variable kAlgoReduceScatter{"BRAID_ALGO_REDUCE_SCATTER", "", "force this reduce_scatter algorithm where it supports the call"};
+inline constexpr Variable kAlgoBroadcast{"BRAID_ALGO_BROADCAST", "", "force this broadcast algorithm where it supports the call"};
+inline constexpr Variable kAlgoReduce{"BRAID_ALGO_REDUCE", "", "force this reduce algorithm where it supports the call"};
+inline constexpr Variable kAlgoGather{"BRAID_ALGO_GATHER", "", "force this gather algorithm where it supports the call"};
+inline constexpr Variable kAlgoScatter{"BRAID_ALGO_SCATTER", "", "force this scatter algorithm where it supports the call"};
+inline constexpr Variable kAlgoAlltoall{"BRAID_ALGO_ALLTOALL", "", "force this alltoall algorithm where it supports the call"};
+inline constexpr Variable kTuningFile{"BRAID_TUNING_FILE", "", "JSON tuning file (braid-bench --tune) consulted before the built-in table"};
 
 // --- other launchers' variables, read when braid's own are absent -----------------------
 inline constexpr Variable kTorchRank{"RANK", "", "torchrun: rank"};

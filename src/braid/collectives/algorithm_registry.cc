@@ -7,6 +7,7 @@
 
 #include "braid/base/error.h"
 #include "braid/collectives/algorithms.h"
+#include "braid/collectives/tuner.h"
 
 namespace braid {
 
@@ -19,6 +20,10 @@ constexpr std::array kAlgorithms{
     AlgorithmEntry{OpKind::kAllreduce, "rabenseifner", algorithms::allreduce_rabenseifner,
                    algorithms::allreduce_rabenseifner_supports},
     AlgorithmEntry{OpKind::kAllreduce, "tree", algorithms::allreduce_tree},
+    AlgorithmEntry{OpKind::kAllreduce, "shm_direct", algorithms::allreduce_shm_direct,
+                   algorithms::allreduce_shm_direct_supports, /*reads_send=*/true},
+    AlgorithmEntry{OpKind::kAllreduce, "hierarchical", algorithms::allreduce_hierarchical,
+                   algorithms::allreduce_hierarchical_supports},
     AlgorithmEntry{OpKind::kAllgather, "ring", algorithms::allgather_ring},
     AlgorithmEntry{OpKind::kAllgather, "recursive_doubling", algorithms::allgather_recursive_doubling,
                    algorithms::allgather_recursive_doubling_supports},
@@ -30,7 +35,9 @@ constexpr std::array kAlgorithms{
     AlgorithmEntry{OpKind::kBroadcast, "chain", algorithms::broadcast_chain},
     AlgorithmEntry{OpKind::kReduce, "binomial", algorithms::reduce_binomial},
     AlgorithmEntry{OpKind::kGather, "linear", algorithms::gather_linear},
+    AlgorithmEntry{OpKind::kGather, "binomial", algorithms::gather_binomial},
     AlgorithmEntry{OpKind::kScatter, "linear", algorithms::scatter_linear},
+    AlgorithmEntry{OpKind::kScatter, "binomial", algorithms::scatter_binomial},
     AlgorithmEntry{OpKind::kAlltoall, "pairwise", algorithms::alltoall_pairwise},
 };
 
@@ -43,6 +50,16 @@ const AlgorithmEntry* find_algorithm(OpKind op, std::string_view name) {
   return nullptr;
 }
 
+// Ids must fit the envelope's byte, with 0 left for "no algorithm".
+static_assert(kAlgorithms.size() < 255, "algorithm ids are one byte on the wire");
+
+std::uint8_t algorithm_id(const AlgorithmEntry& entry) {
+  for (std::size_t i = 0; i < kAlgorithms.size(); ++i) {
+    if (kAlgorithms[i].op == entry.op && kAlgorithms[i].name == entry.name) return static_cast<std::uint8_t>(i + 1);
+  }
+  return kNoAlgorithm;
+}
+
 std::vector<const AlgorithmEntry*> algorithms_for(OpKind op) {
   std::vector<const AlgorithmEntry*> found;
   for (const auto& entry : kAlgorithms) {
@@ -52,25 +69,16 @@ std::vector<const AlgorithmEntry*> algorithms_for(OpKind op) {
 }
 
 const AlgorithmEntry& choose_algorithm(const CollectiveArgs& args, std::string_view requested) {
-  ErrorContext ctx{.rank = args.comm.rank(), .op = std::string(op_kind_name(args.op)), .seq = args.seq};
-  std::vector<const AlgorithmEntry*> candidates = algorithms_for(args.op);
-  if (candidates.empty()) throw InvalidArgument(ctx, "no algorithm implements this operation");
-  if (requested.empty()) {
-    for (const AlgorithmEntry* entry : candidates) {
-      if (entry->supports == nullptr || entry->supports(args)) return *entry;
-    }
-    throw InvalidArgument(ctx, "no algorithm supports these arguments");
+  // Runs on every collective call: the candidates live on the stack, not in a vector.
+  std::array<const AlgorithmEntry*, kAlgorithms.size()> found{};
+  std::size_t count = 0;
+  for (const auto& entry : kAlgorithms) {
+    if (entry.op == args.op) found[count++] = &entry;
   }
-  const AlgorithmEntry* entry = find_algorithm(args.op, requested);
-  if (entry == nullptr) {
-    std::string names;
-    for (const AlgorithmEntry* c : candidates) names += fmt::format("{}{}", names.empty() ? "" : ", ", c->name);
-    throw InvalidArgument(ctx, fmt::format("unknown algorithm '{}' (available: {})", requested, names));
-  }
-  if (entry->supports != nullptr && !entry->supports(args)) {
-    throw InvalidArgument(ctx, fmt::format("algorithm '{}' does not support these arguments", requested));
-  }
-  return *entry;
+  const std::span<const AlgorithmEntry* const> candidates(found.data(), count);
+  // An explicit request needs neither the environment nor the tuning file.
+  SelectionSources sources = requested.empty() ? selection_sources(args.comm, args.op) : SelectionSources{};
+  return select_algorithm(args, candidates, requested, sources);
 }
 
 }  // namespace braid

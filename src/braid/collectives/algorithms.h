@@ -14,6 +14,12 @@ void allreduce_recursive_doubling(const CollectiveArgs& args);
 void allreduce_rabenseifner(const CollectiveArgs& args);
 bool allreduce_rabenseifner_supports(const CollectiveArgs& args);  // n a power of two
 void allreduce_tree(const CollectiveArgs& args);
+// Reads send directly (in place or not) and writes recv: the entry point does not copy first.
+void allreduce_shm_direct(const CollectiveArgs& args);
+bool allreduce_shm_direct_supports(const CollectiveArgs& args);  // every rank on one host, over shm
+// Host-local reduce, allreduce among host leaders, host-local broadcast (host_groups.h).
+void allreduce_hierarchical(const CollectiveArgs& args);
+bool allreduce_hierarchical_supports(const CollectiveArgs& args);  // several hosts, one with several ranks
 
 // reduce: count elements; send read only; recv on args.root = op over ranks of send (avg not
 // yet divided), may equal send there; recv is not touched elsewhere.
@@ -22,10 +28,12 @@ void reduce_binomial(const CollectiveArgs& args);
 // gather: count = elements per rank; on args.root, recv holds n blocks and already holds the
 // root's own block at index root (the entry point puts it there). send is read elsewhere.
 void gather_linear(const CollectiveArgs& args);
+void gather_binomial(const CollectiveArgs& args);
 
 // scatter: count = elements per rank; on args.root, send holds n blocks and the entry point
 // has already copied block root into recv; elsewhere recv receives this rank's block.
 void scatter_linear(const CollectiveArgs& args);
+void scatter_binomial(const CollectiveArgs& args);
 
 // allgather: count = elements per rank; recv holds n blocks and, on entry, this rank's block
 // at block index rank (the entry point puts it there).

@@ -23,12 +23,22 @@ struct CollectiveArgs {
   DType dtype;
   ReduceOp reduce_op = ReduceOp::kSum;
   int root = 0;
+  // The running algorithm's registry id (algorithm_id, algorithm_registry.h), set by the entry
+  // point once it has chosen: every message carries it, so ranks running different algorithms
+  // of one call raise Mismatch. kNoAlgorithm outside the registry (alltoallv).
+  std::uint8_t algorithm = kNoAlgorithm;
 
   std::size_t elem() const { return dtype_size(dtype); }
   std::size_t bytes(std::int64_t elements) const { return static_cast<std::size_t>(elements) * elem(); }
-  // The envelope of one message of `elements` elements of this collective.
+  // The envelope of one message of `elements` elements of this collective. The reduction op
+  // and root go in only where the operation has them (an allreduce composed of a reduce to
+  // rank 0 still has no root to agree on).
   Envelope envelope(std::int64_t elements) const {
-    return {.op = op, .seq = seq, .dtype = dtype, .bytes = static_cast<std::uint64_t>(bytes(elements))};
+    Envelope e{.op = op, .seq = seq, .dtype = dtype, .bytes = static_cast<std::uint64_t>(bytes(elements)),
+               .algorithm = algorithm};
+    if (is_reducing(op)) e.reduce_op = reduce_op;
+    if (is_rooted(op)) e.root = root;
+    return e;
   }
 };
 

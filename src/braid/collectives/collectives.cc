@@ -11,43 +11,16 @@
 #include "braid/base/error.h"
 #include "braid/collectives/algorithm_registry.h"
 #include "braid/collectives/alltoallv_args.h"
+#include "braid/collectives/collective_checks.h"
 
 namespace braid {
 
 namespace {
 
-void check_common(const Communicator& comm, OpKind op, const void* send, const void* recv, std::int64_t count,
-                  DType dtype) {
-  ErrorContext ctx{.rank = comm.rank(), .op = std::string(op_kind_name(op))};
-  if (count < 0) throw InvalidArgument(ctx, fmt::format("count must be >= 0, got {}", count));
-  if (count > 0 && (send == nullptr || recv == nullptr)) throw InvalidArgument(ctx, "null buffer with a non-zero count");
-  if (!is_valid_dtype(static_cast<std::uint8_t>(dtype))) {
-    throw InvalidArgument(ctx, fmt::format("invalid dtype value {}", static_cast<int>(dtype)));
-  }
-}
-
-void check_reduce_op(const Communicator& comm, OpKind op, ReduceOp reduce_op) {
-  if (static_cast<std::uint8_t>(reduce_op) > static_cast<std::uint8_t>(ReduceOp::kProd)) {
-    throw InvalidArgument({.rank = comm.rank(), .op = std::string(op_kind_name(op))},
-                          fmt::format("invalid reduction op value {}", static_cast<int>(reduce_op)));
-  }
-}
-
-// The element count of the whole buffer (count per rank times size), refused if it overflows.
-void check_total(const Communicator& comm, OpKind op, std::int64_t count, DType dtype) {
-  const auto limit = std::numeric_limits<std::int64_t>::max() / static_cast<std::int64_t>(dtype_size(dtype));
-  if (count > limit / comm.size()) {
-    throw InvalidArgument({.rank = comm.rank(), .op = std::string(op_kind_name(op))},
-                          fmt::format("count {} times {} ranks overflows", count, comm.size()));
-  }
-}
-
-void check_root(const Communicator& comm, OpKind op, int root) {
-  if (root < 0 || root >= comm.size()) {
-    throw InvalidArgument({.rank = comm.rank(), .op = std::string(op_kind_name(op))},
-                          fmt::format("root {} out of range [0, {})", root, comm.size()));
-  }
-}
+using collective_checks::check_common;
+using collective_checks::check_reduce_op;
+using collective_checks::check_root;
+using collective_checks::check_total;
 
 CollectiveArgs make_args(Communicator& comm, OpKind op, const void* send, void* recv, std::int64_t count, DType dtype) {
   return {.comm = comm, .op = op, .seq = comm.begin_collective(), .send = static_cast<const std::byte*>(send),
@@ -64,7 +37,9 @@ void allreduce(Communicator& comm, const void* send, void* recv, std::int64_t co
                       .send = static_cast<const std::byte*>(send), .recv = static_cast<std::byte*>(recv),
                       .count = count, .dtype = dtype, .reduce_op = op};
   const AlgorithmEntry& algorithm = choose_algorithm(args, options.algorithm);
-  if (send != recv && count > 0) std::memcpy(recv, send, args.bytes(count));
+  args.algorithm = algorithm_id(algorithm);
+  const bool copies_itself = algorithm.reads_send && comm.size() > 1;
+  if (send != recv && count > 0 && !copies_itself) std::memcpy(recv, send, args.bytes(count));
   if (comm.size() > 1 && count > 0) algorithm.run(args);
   if (op == ReduceOp::kAvg && count > 0) divide_by(recv, static_cast<std::size_t>(count), dtype, comm.size());
 }
@@ -75,6 +50,7 @@ void allgather(Communicator& comm, const void* send, void* recv, std::int64_t se
   check_total(comm, OpKind::kAllgather, send_count, dtype);
   CollectiveArgs args = make_args(comm, OpKind::kAllgather, send, recv, send_count, dtype);
   const AlgorithmEntry& algorithm = choose_algorithm(args, options.algorithm);
+  args.algorithm = algorithm_id(algorithm);
   if (send_count == 0) return;
   // Every algorithm starts from this rank's block in place (MPI_IN_PLACE when already there).
   std::byte* own = args.recv + static_cast<std::size_t>(comm.rank()) * args.bytes(send_count);
@@ -90,6 +66,7 @@ void reduce_scatter(Communicator& comm, const void* send, void* recv, std::int64
   CollectiveArgs args = make_args(comm, OpKind::kReduceScatter, send, recv, recv_count, dtype);
   args.reduce_op = op;
   const AlgorithmEntry& algorithm = choose_algorithm(args, options.algorithm);
+  args.algorithm = algorithm_id(algorithm);
   if (recv_count == 0) return;
   if (comm.size() > 1) {
     algorithm.run(args);
@@ -106,6 +83,7 @@ void broadcast(Communicator& comm, void* data, std::int64_t count, DType dtype, 
   CollectiveArgs args = make_args(comm, OpKind::kBroadcast, data, data, count, dtype);
   args.root = root;
   const AlgorithmEntry& algorithm = choose_algorithm(args, options.algorithm);
+  args.algorithm = algorithm_id(algorithm);
   if (comm.size() > 1 && count > 0) algorithm.run(args);
 }
 
@@ -118,6 +96,7 @@ void reduce(Communicator& comm, const void* send, void* recv, std::int64_t count
   args.reduce_op = op;
   args.root = root;
   const AlgorithmEntry& algorithm = choose_algorithm(args, options.algorithm);
+  args.algorithm = algorithm_id(algorithm);
   if (count == 0) return;
   if (comm.size() > 1) {
     algorithm.run(args);
@@ -135,6 +114,7 @@ void gather(Communicator& comm, const void* send, void* recv, std::int64_t send_
   CollectiveArgs args = make_args(comm, OpKind::kGather, send, recv, send_count, dtype);
   args.root = root;
   const AlgorithmEntry& algorithm = choose_algorithm(args, options.algorithm);
+  args.algorithm = algorithm_id(algorithm);
   if (send_count == 0) return;
   if (comm.rank() == root) {
     std::byte* own = args.recv + static_cast<std::size_t>(root) * args.bytes(send_count);
@@ -151,6 +131,7 @@ void scatter(Communicator& comm, const void* send, void* recv, std::int64_t recv
   CollectiveArgs args = make_args(comm, OpKind::kScatter, send, recv, recv_count, dtype);
   args.root = root;
   const AlgorithmEntry& algorithm = choose_algorithm(args, options.algorithm);
+  args.algorithm = algorithm_id(algorithm);
   if (recv_count == 0) return;
   if (comm.rank() == root) {
     const std::byte* own = args.send + static_cast<std::size_t>(root) * args.bytes(recv_count);
@@ -165,6 +146,7 @@ void alltoall(Communicator& comm, const void* send, void* recv, std::int64_t cou
   check_total(comm, OpKind::kAlltoall, count_per_peer, dtype);
   CollectiveArgs args = make_args(comm, OpKind::kAlltoall, send, recv, count_per_peer, dtype);
   const AlgorithmEntry& algorithm = choose_algorithm(args, options.algorithm);
+  args.algorithm = algorithm_id(algorithm);
   if (count_per_peer == 0) return;
   if (send == recv) {  // in place: every block is read after others have landed, so stage it
     std::byte* staged = comm.scratch(args.bytes(count_per_peer * comm.size()));

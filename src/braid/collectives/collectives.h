@@ -53,14 +53,15 @@ void reduce(Communicator& comm, const void* send, void* recv, std::int64_t count
 
 // MPI_Gather: on `root`, recv (send_count * size elements) = every rank's send, rank r's at
 // offset r * send_count; recv is not used elsewhere (may be null there). In place on the root
-// (MPI_IN_PLACE style): send == recv + root * send_count. Algorithms: linear (default).
+// (MPI_IN_PLACE style): send == recv + root * send_count. Algorithms: linear (default),
+// binomial (log2 n latencies, for small blocks).
 void gather(Communicator& comm, const void* send, void* recv, std::int64_t send_count, DType dtype, int root,
             const CollectiveOptions& options = {});
 
 // MPI_Scatter: block r (recv_count elements at r * recv_count) of the root's send lands in
 // rank r's recv; send is not used elsewhere (may be null there). In place on the root:
 // recv == send + root * recv_count (the root's block stays where it is). Algorithms: linear
-// (default).
+// (default), binomial (log2 n latencies, for small blocks).
 void scatter(Communicator& comm, const void* send, void* recv, std::int64_t recv_count, DType dtype, int root,
              const CollectiveOptions& options = {});
 

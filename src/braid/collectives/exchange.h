@@ -4,6 +4,8 @@
 // reused. Envelopes carry the real element counts, so ranks that disagree raise Mismatch.
 #pragma once
 
+#include <vector>
+
 #include "braid/collectives/collective_args.h"
 
 namespace braid::algorithms {
@@ -14,6 +16,11 @@ inline void exchange(const CollectiveArgs& a, const std::byte* out, std::int64_t
   Work sent = a.comm.post_collective_send(out, a.envelope(out_count), to);
   received.wait();
   sent.wait();
+}
+
+// Waits for every transfer of a step posted as a batch (rethrows the first failure).
+inline void wait_all(std::vector<Work>& works) {
+  for (Work& work : works) work.wait();
 }
 
 // Address of block `index` of `count` elements in `base`.

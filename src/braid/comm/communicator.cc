@@ -46,14 +46,14 @@ Communicator::Communicator(std::shared_ptr<World> world, std::vector<int> member
     : world_(std::move(world)), members_(std::move(members)), rank_(rank), id_(id), topology_(std::move(topology)) {}
 
 Communicator::Communicator(Communicator&& other) noexcept {
-  for (auto& [type, value] : other.attachments_) value->quiesce();
+  other.for_each_attachment(&CommAttachment::quiesce);
   *this = std::move(other);
 }
 
 Communicator& Communicator::operator=(Communicator&& other) noexcept {
   if (this == &other) return *this;
-  for (auto& [type, value] : attachments_) value->quiesce();
-  for (auto& [type, value] : other.attachments_) value->quiesce();
+  for_each_attachment(&CommAttachment::quiesce);
+  other.for_each_attachment(&CommAttachment::quiesce);
   attachments_.clear();  // before the connections they may use
   world_ = std::move(other.world_);
   members_ = std::move(other.members_);
@@ -67,9 +67,25 @@ Communicator& Communicator::operator=(Communicator&& other) noexcept {
   return *this;
 }
 
-Communicator::~Communicator() = default;
+// Background work (queued collectives) may still use the communicator, and may create
+// attachments while it runs: finish it before any attachment is destroyed.
+Communicator::~Communicator() { for_each_attachment(&CommAttachment::quiesce); }
+
+void Communicator::for_each_attachment(void (CommAttachment::*hook)() noexcept) {
+  for (std::size_t i = 0;; ++i) {
+    CommAttachment* attachment = nullptr;
+    {
+      std::lock_guard lock(attachments_mu_);
+      if (i >= attachments_.size()) return;
+      attachment = attachments_[i].second.get();
+    }
+    (attachment->*hook)();
+  }
+}
 
 Fabric& Communicator::fabric() const { return *world_->fabric; }
+
+const std::string& Communicator::job_id() const { return world_->job_id; }
 
 std::string_view Communicator::transport_to(int peer) const {
   if (peer < 0 || peer >= size()) {

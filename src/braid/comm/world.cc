@@ -125,9 +125,9 @@ std::shared_ptr<World> World::create() {
   Deadline deadline = Deadline::from_env();
   if (info.rank == 0) world->store_server = start_store_server(info);
   world->store = std::make_unique<StoreClient>(info.master_addr, info.master_port, info.job_token, info.rank, deadline);
-  std::string job_id = agree_on_job_id(info, *world->store, deadline);
+  world->job_id = agree_on_job_id(info, *world->store, deadline);
   world->topology = Topology(exchange_host_ids(info, *world->store, deadline));
-  world->fabric = connect_fabric(info, world->topology, *world->store, job_id, deadline);
+  world->fabric = connect_fabric(info, world->topology, *world->store, world->job_id, deadline);
   return world;
 }
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 
 #include "braid/bootstrap/rank_discovery.h"
 #include "braid/bootstrap/store.h"
@@ -14,6 +15,7 @@ namespace braid {
 
 struct World {
   RankInfo info;
+  std::string job_id;  // agreed by every rank; prefixes this job's /dev/shm names
   // Declaration order is destruction order reversed: the fabric closes first, the store
   // server (rank 0) last, so no rank loses the store while it still needs it.
   std::unique_ptr<StoreServer> store_server;

@@ -5,10 +5,12 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
 #include "braid/base/dtype.h"
+#include "braid/base/reduce_op.h"
 
 namespace braid {
 
@@ -30,6 +32,10 @@ enum class OpKind : std::uint8_t {
 
 std::string_view op_kind_name(OpKind op);
 bool is_valid_op_kind(std::uint8_t raw);
+// Operations whose calls name a reduction op (allreduce, reduce_scatter, reduce) and a root
+// (broadcast, reduce, gather, scatter): only their envelopes carry those fields.
+bool is_reducing(OpKind op);
+bool is_rooted(OpKind op);
 
 // Messages of user point-to-point calls and of collectives travel in separate matching spaces,
 // so a user tag can never be confused with a collective's internal traffic.
@@ -48,15 +54,24 @@ struct MatchKey {
 // Sequence numbers of user point-to-point messages are informational (they appear in error
 // messages) and are not compared, because tags legitimately reorder them.
 inline constexpr std::int64_t kAnySeq = -1;
+inline constexpr std::int32_t kNoRoot = -1;
+inline constexpr std::uint8_t kNoAlgorithm = 0;
 
+// The last three fields describe the call a collective message belongs to. Every rank of one
+// call must agree on them, and a rank that disagrees may still exchange messages of the right
+// size with its peers (sum vs max, root 0 vs root 2 where both trees share an edge), so they
+// travel in every message too: the values are compared, never trusted for anything else.
 struct Envelope {
   OpKind op = OpKind::kSendRecv;
   std::int64_t seq = kAnySeq;
   DType dtype = DType::kU8;
   std::uint64_t bytes = 0;
+  std::optional<ReduceOp> reduce_op;      // reducing operations only
+  std::int32_t root = kNoRoot;            // rooted operations only
+  std::uint8_t algorithm = kNoAlgorithm;  // collectives: the algorithm's registry id (algorithm_registry.h)
 };
 
-// "allreduce #12, 4096 bytes of f32"
+// "allreduce #12, 4096 bytes of f32, sum, algorithm #1"
 std::string describe(const Envelope& envelope);
 // Empty when `actual` satisfies `expected`, else a sentence saying what differs.
 std::string envelope_difference(const Envelope& expected, const Envelope& actual);

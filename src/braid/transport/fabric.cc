@@ -67,15 +67,34 @@ void Fabric::check_peers_locked() {
   for (auto& t : transports_) t->check_peers();
 }
 
-void Fabric::check_health() {
+std::optional<Fabric::Unexpected> Fabric::check_health(std::span<const int> awaited, const ErrorContext& context,
+                                                       const MatchKey& quiet) {
   std::lock_guard lock(mu_);
   if (poison_) std::rethrow_exception(poison_);
   try {
     progress_locked();
     check_peers_locked();
+    for (int peer : awaited) {
+      if (peer == rank_) continue;
+      std::string reason = route(peer).lost_reason(peer);
+      if (reason.empty()) continue;
+      ErrorContext ctx = context;
+      ctx.peer = peer;
+      throw PeerLost(ctx, reason + " while this rank waited for it");
+    }
   } catch (const Error&) {
     poison_and_throw_locked(std::current_exception());
   }
+  for (int peer : awaited) {
+    if (peer == rank_) continue;
+    if (auto envelope = route(peer).unexpected(peer, quiet)) return Unexpected{peer, *envelope};
+  }
+  return std::nullopt;
+}
+
+void Fabric::throw_if_poisoned() {
+  std::lock_guard lock(mu_);
+  if (poison_) std::rethrow_exception(poison_);
 }
 
 void Fabric::fail(std::exception_ptr error) {

@@ -14,6 +14,8 @@
 
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <span>
 #include <vector>
 
 #include "braid/base/clock.h"
@@ -53,10 +55,22 @@ class Fabric {
   // For waits outside the transports (collectives that synchronise through shared memory):
   // one progress pass and a liveness check of every peer; rethrows the poison, or poisons the
   // fabric with what it finds (a lost peer, an abort from another rank) and throws that.
-  void check_health();
+  // `awaited` (world ranks) are the peers the caller waits for: any of them that is gone
+  // raises PeerLost with `context` (its peer set to the lost rank). Returns the rank and
+  // envelope of a message with `quiet` that one of them sent and nobody has received, if any:
+  // a caller that expects none there learns that the peer runs another operation.
+  struct Unexpected {
+    int peer;
+    Envelope envelope;
+  };
+  std::optional<Unexpected> check_health(std::span<const int> awaited, const ErrorContext& context,
+                                         const MatchKey& quiet);
   // Poisons the fabric with `error` (telling every peer) and throws it; if already poisoned,
   // throws the first error instead.
   [[noreturn]] void fail(std::exception_ptr error);
+  // Rethrows the first error if the fabric is poisoned (waits that never touch a transport
+  // must still refuse to run on a failed communicator).
+  void throw_if_poisoned();
   const FabricOptions& options() const { return options_; }
 
   // Orderly close (idempotent). Called by the destructor when the fabric is not poisoned.

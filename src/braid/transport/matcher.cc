@@ -82,4 +82,11 @@ void Matcher::deliver(const UnexpectedMessage& message, Request& recv) {
   recv.finish();
 }
 
+std::optional<Envelope> Matcher::oldest_unexpected(const MatchKey& key) const {
+  for (const auto& message : unexpected_) {
+    if (message->key == key) return message->envelope;
+  }
+  return std::nullopt;
+}
+
 }  // namespace braid

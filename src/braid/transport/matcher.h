@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <optional>
 
 #include "braid/transport/message_header.h"
 #include "braid/transport/request.h"
@@ -51,6 +52,8 @@ class Matcher {
   void finish_message(IncomingMessage& message);
 
   bool has_posted_recvs() const { return !posted_.empty(); }
+  // The envelope of the oldest buffered message with `key`, if any (it may still be arriving).
+  std::optional<Envelope> oldest_unexpected(const MatchKey& key) const;
   // Fails every posted receive (and receives waiting on partial messages) with `error`.
   void fail_all(const std::exception_ptr& error);
 

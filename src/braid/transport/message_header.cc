@@ -1,6 +1,7 @@
 #include "braid/transport/message_header.h"
 
 #include <cstring>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -21,6 +22,18 @@ WireHeader blank_header(FrameType frame) {
   return h;
 }
 
+// ReduceOp values start at 0, so the wire shifts them by one to keep 0 for "none".
+constexpr std::uint8_t kMaxWireReduceOp = static_cast<std::uint8_t>(ReduceOp::kProd) + 1;
+
+std::uint8_t wire_reduce_op(const std::optional<ReduceOp>& op) {
+  return op ? static_cast<std::uint8_t>(static_cast<std::uint8_t>(*op) + 1) : 0;
+}
+
+std::optional<ReduceOp> reduce_op_of(std::uint8_t wire) {
+  if (wire == 0) return std::nullopt;
+  return static_cast<ReduceOp>(wire - 1);
+}
+
 WireHeader seal(WireHeader h) {
   h.crc = crc32c(&h, kCrcCoveredBytes);
   return h;
@@ -35,8 +48,11 @@ WireHeader make_data_header(const MatchKey& key, const Envelope& envelope) {
   h.tag = key.tag;
   h.channel = static_cast<std::uint8_t>(key.channel);
   h.dtype = static_cast<std::uint8_t>(envelope.dtype);
+  h.reduce_op = wire_reduce_op(envelope.reduce_op);
+  h.algorithm = envelope.algorithm;
   h.seq = envelope.seq;
   h.bytes = envelope.bytes;
+  h.root = envelope.root;
   return seal(h);
 }
 
@@ -58,6 +74,8 @@ std::string validate_header(const WireHeader& h) {
       if (!is_valid_op_kind(h.op)) return fmt::format("unknown op kind {}", h.op);
       if (!is_valid_dtype(h.dtype)) return fmt::format("unknown dtype {}", h.dtype);
       if (h.channel > static_cast<std::uint8_t>(Channel::kCollective)) return fmt::format("unknown channel {}", h.channel);
+      if (h.reduce_op > kMaxWireReduceOp) return fmt::format("unknown reduction op {}", h.reduce_op);
+      if (h.root < kNoRoot) return fmt::format("invalid root {}", h.root);
       if (h.bytes > kMaxPayloadBytes) return fmt::format("payload of {} bytes exceeds the {} limit", h.bytes, kMaxPayloadBytes);
       return {};
     case FrameType::kAbort:
@@ -75,7 +93,8 @@ MatchKey key_of(const WireHeader& h) {
 }
 
 Envelope envelope_of(const WireHeader& h) {
-  return Envelope{.op = static_cast<OpKind>(h.op), .seq = h.seq, .dtype = static_cast<DType>(h.dtype), .bytes = h.bytes};
+  return Envelope{.op = static_cast<OpKind>(h.op), .seq = h.seq, .dtype = static_cast<DType>(h.dtype), .bytes = h.bytes,
+                  .reduce_op = reduce_op_of(h.reduce_op), .root = h.root, .algorithm = h.algorithm};
 }
 
 }  // namespace braid

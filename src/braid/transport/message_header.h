@@ -1,7 +1,8 @@
 // The fixed 48-byte header in front of every frame on every transport (shm rings and TCP
 // streams alike). It is checked before any byte behind it is trusted: magic, version, frame
-// type, op kind and dtype ranges, a payload bound, and a CRC32C over the header itself, so a
-// stray or corrupted byte stream raises braid::Corrupt instead of being read as a length.
+// type, op kind, dtype, reduction op and root ranges, a payload bound, and a CRC32C over the
+// header itself, so a stray or corrupted byte stream raises braid::Corrupt instead of being
+// read as a length.
 //
 // Byte order is the host's: braid assumes every rank of a job shares it (all x86-64 / AArch64
 // hosts are little-endian); the magic would read reversed otherwise and raise Corrupt.
@@ -22,7 +23,9 @@ enum class FrameType : std::uint8_t {
 };
 
 inline constexpr std::uint32_t kFrameMagic = 0x4d445242;  // "BRDM"
-inline constexpr std::uint16_t kWireVersion = 1;
+// 2: the call's reduction op, algorithm id and root joined the header (they were reserved,
+// zero bytes in 1), and the CRC moved to the last four bytes.
+inline constexpr std::uint16_t kWireVersion = 2;
 // Abort frames carry a human-readable message; longer ones are truncated by the sender.
 inline constexpr std::uint64_t kMaxAbortMessage = 4096;
 // Data payloads above this are refused as corrupt (1 TiB: no single message is that big).
@@ -37,11 +40,12 @@ struct WireHeader {
   std::uint32_t tag;
   std::uint8_t channel;
   std::uint8_t dtype;
-  std::uint16_t reserved;
+  std::uint8_t reduce_op;  // 0: none, else ReduceOp + 1
+  std::uint8_t algorithm;  // Envelope::algorithm (0: none)
   std::int64_t seq;
   std::uint64_t bytes;
+  std::int32_t root;  // kNoRoot (-1) or the root rank
   std::uint32_t crc;  // CRC32C of every byte above
-  std::uint32_t reserved2;
 };
 static_assert(sizeof(WireHeader) == 48, "the wire header is 48 bytes");
 

@@ -14,6 +14,8 @@
 
 #include <cstdint>
 #include <exception>
+#include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -47,6 +49,11 @@ class Transport {
 
   // Throws braid::PeerLost if a peer that a pending request involves has gone.
   virtual void check_peers() = 0;
+  // Why `peer` (a rank this transport reaches) can no longer communicate — its process exited,
+  // its connection closed — or "" while it can. For waits that no request represents.
+  virtual std::string lost_reason(int /*peer*/) { return {}; }
+  // The envelope of the oldest message from `peer` with `key` that no receive has claimed.
+  virtual std::optional<Envelope> unexpected(int /*peer*/, const MatchKey& /*key*/) { return std::nullopt; }
 
   // Sleeping without lost wake-ups: arm_wakeup() is called before a last progress() pass,
   // sleep() only if that pass moved nothing; it returns when there may be work or after

@@ -12,13 +12,6 @@
 
 namespace braid::testing {
 
-namespace {
-
-double seconds_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
-}  // namespace
 
 // Rank 0 sends 100 bytes, rank 1 expects 200: both must raise braid::Mismatch. Rank 0 learns
 // it while waiting for rank 1's reply, which rank 1 will never send. (Failure scenarios ignore

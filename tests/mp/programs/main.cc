@@ -21,6 +21,9 @@ int main(int argc, char** argv) {
       {"bad-arguments", scenario_bad_arguments}, {"timeout", scenario_timeout},
       {"collectives", scenario_collectives},     {"collective-mismatch", scenario_collective_mismatch},
       {"alltoall", scenario_alltoall},         {"alltoallv-mismatch", scenario_alltoallv_mismatch},
+      {"shared-memory-victim", scenario_shared_memory_victim},
+      {"shared-memory-frozen", scenario_shared_memory_frozen},
+      {"async", scenario_async}, {"async-mismatch", scenario_async_mismatch}, {"async-timeout", scenario_async_timeout},
   };
   if (argc < 2 || !scenarios.contains(argv[1])) {
     std::fprintf(stderr, "usage: braid-test-rank SCENARIO [ARGS...]; scenarios:");
@@ -33,7 +36,8 @@ int main(int argc, char** argv) {
   // to the others, which could otherwise end a rank before it prints what it saw (even while
   // it is still in init, before the scenario starts).
   const std::set<std::string> outlives_sigterm{"mismatch", "victim", "timeout", "collective-mismatch",
-                                               "alltoallv-mismatch"};
+                                               "alltoallv-mismatch", "async-mismatch",
+                                               "shared-memory-victim", "shared-memory-frozen"};
   if (outlives_sigterm.contains(argv[1])) std::signal(SIGTERM, SIG_IGN);
   if (auto job = braid::env::get(braid::env::kJobId)) RANK_SAY("JOBID %s", job->c_str());
   // "badtoken" only corrupts this rank's token before joining, to be refused by the store.

@@ -3,6 +3,7 @@
 // the process exit code.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <string>
@@ -26,6 +27,15 @@ int scenario_collectives(Communicator& comm, const Args& args);
 int scenario_collective_mismatch(Communicator& comm, const Args& args);
 int scenario_alltoall(Communicator& comm, const Args& args);
 int scenario_alltoallv_mismatch(Communicator& comm, const Args& args);
+int scenario_shared_memory_victim(Communicator& comm, const Args& args);
+int scenario_shared_memory_frozen(Communicator& comm, const Args& args);
+int scenario_async(Communicator& comm, const Args& args);
+int scenario_async_mismatch(Communicator& comm, const Args& args);
+int scenario_async_timeout(Communicator& comm, const Args& args);
+
+inline double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
 
 // Deterministic content for the message from `src` to `dst` of `bytes` bytes, so the receiver
 // can verify every byte without another copy of it.

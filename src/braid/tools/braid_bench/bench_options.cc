@@ -36,7 +36,7 @@ std::uint64_t parse_size(const std::string& text) {
   throw InvalidArgument({.op = "braid-bench"}, fmt::format("'{}' has an unknown size suffix '{}' (K, M or G)", text, suffix));
 }
 
-void add_sweep_flags(CLI::App& app, SweepOptions& options, bool collective, bool with_reduction) {
+void add_size_flags(CLI::App& app, SweepOptions& options) {
   auto size_flag = [&app](const char* name, std::uint64_t& target, const char* help) {
     app.add_option_function<std::string>(name, [&target](const std::string& s) { target = parse_size(s); }, help)
         ->type_name("SIZE");
@@ -49,11 +49,25 @@ void add_sweep_flags(CLI::App& app, SweepOptions& options, bool collective, bool
   app.add_option("--repeats", options.repeats, "timed batches per size; the median is reported (default 5)")
       ->check(CLI::PositiveNumber);
   app.add_option("-c,--check", options.check, "check every result (1) or not (0); default 1");
+}
+
+void add_sweep_flags(CLI::App& app, SweepOptions& options, bool collective, bool with_reduction) {
+  add_size_flags(app, options);
   app.add_option("--json", options.json_path, "also write the results as JSON to this file");
   app.add_option("--csv", options.csv_path, "also write the results as CSV to this file");
   if (!collective) return;
   app.add_option("-d,--datatype", options.dtype_name, "f32, f64, f16, bf16, i32, i64 or u8 (default f32)");
-  app.add_option("--algo", options.algorithm, "algorithm to run (default: braid's choice)");
+  app.add_option("--algo", options.algorithm,
+                 "algorithm to run (default: braid's choice); with --tune or --plot, the comma-separated "
+                 "algorithms to compare (default: all)");
+  app.add_option("--tune", options.tune_path,
+                 "time every algorithm at every size and write the fastest per size range to this tuning file "
+                 "(JSON; load it with BRAID_TUNING_FILE)")
+      ->type_name("FILE");
+  app.add_option("--plot", options.plot_path,
+                 "time every algorithm at every size and draw busbw against size, one line per algorithm and the "
+                 "memcpy bandwidth as reference, into this PNG (needs gnuplot; FILE.dat and FILE.gp are kept beside it)")
+      ->type_name("FILE.png");
   if (with_reduction) app.add_option("-o,--op", options.op_name, "sum, avg, min, max or prod (default sum)");
 }
 

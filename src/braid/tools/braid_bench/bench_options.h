@@ -27,14 +27,19 @@ struct SweepOptions {
   std::string csv_path;
   std::string dtype_name = "f32";
   std::string op_name = "sum";
-  std::string algorithm;      // --algo: empty lets braid choose
+  std::string algorithm;      // --algo: empty lets braid choose; with --tune / --plot a list a,b
+  std::string tune_path;      // --tune FILE: time every algorithm, write the fastest per size
+  std::string plot_path;      // --plot FILE.png: time every algorithm, draw busbw per algorithm
 
   DType dtype() const;
   ReduceOp op() const;
 };
 
-// Registers the shared flags on a subcommand; collectives add -d and --algo, reducing ones -o.
+// Registers the shared flags on a subcommand; collectives add -d, --algo, --tune and --plot,
+// reducing ones -o.
 void add_sweep_flags(CLI::App& app, SweepOptions& options, bool collective, bool with_reduction);
+// Only the sweep's sizes and repetitions (-b -e -f -n -w --repeats -c), for `braid-bench tune`.
+void add_size_flags(CLI::App& app, SweepOptions& options);
 
 // "8", "4K", "1M", "256M", "1G" (binary multiples) -> bytes. Throws InvalidArgument.
 std::uint64_t parse_size(const std::string& text);

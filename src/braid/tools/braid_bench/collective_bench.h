@@ -28,6 +28,7 @@ struct CollectiveCall {
 
 struct CollectiveSpec {
   std::string name;          // "allreduce"
+  OpKind op = OpKind::kAllreduce;  // its algorithms in the registry (--tune, --plot)
   bool reduces = false;      // prints the redop column's value, else "none"
   // busbw = algbw * factor(n) (nccl-tests' factors).
   std::function<double(int n)> busbw_factor;
@@ -45,6 +46,9 @@ struct CollectiveSpec {
   std::function<void(const CollectiveCall&)> run;
   // Where this rank's result is (default: the receive buffer).
   std::function<const void*(const CollectiveCall&)> result;
+  // How many elements of it to check on `rank` (default: recv_elements), for rooted
+  // operations whose non-root ranks receive nothing.
+  std::function<std::int64_t(std::int64_t count, int n, int rank)> result_elements;
 };
 
 // Runs the sweep; returns the process exit status (1 if any result was wrong).

@@ -10,6 +10,7 @@ namespace {
 CollectiveSpec allreduce_spec() {
   CollectiveSpec spec;
   spec.name = "allreduce";
+  spec.op = OpKind::kAllreduce;
   spec.reduces = true;
   spec.busbw_factor = [](int n) { return 2.0 * (n - 1) / n; };
   spec.count_for = [](std::uint64_t bytes, int, std::size_t elem) { return static_cast<std::int64_t>(bytes / elem); };
@@ -28,6 +29,7 @@ CollectiveSpec allreduce_spec() {
 CollectiveSpec allgather_spec() {
   CollectiveSpec spec;
   spec.name = "allgather";
+  spec.op = OpKind::kAllgather;
   spec.busbw_factor = [](int n) { return static_cast<double>(n - 1) / n; };
   spec.count_for = [](std::uint64_t bytes, int n, std::size_t elem) { return static_cast<std::int64_t>(bytes / elem) / n; };
   spec.size_of = [](std::int64_t count, int n, std::size_t elem) { return static_cast<std::uint64_t>(count * n) * elem; };
@@ -45,6 +47,7 @@ CollectiveSpec allgather_spec() {
 CollectiveSpec reduce_scatter_spec() {
   CollectiveSpec spec;
   spec.name = "reduce_scatter";
+  spec.op = OpKind::kReduceScatter;
   spec.reduces = true;
   spec.busbw_factor = [](int n) { return static_cast<double>(n - 1) / n; };
   spec.count_for = [](std::uint64_t bytes, int n, std::size_t elem) { return static_cast<std::int64_t>(bytes / elem) / n; };
@@ -64,6 +67,7 @@ CollectiveSpec reduce_scatter_spec() {
 CollectiveSpec broadcast_spec() {
   CollectiveSpec spec;
   spec.name = "broadcast";
+  spec.op = OpKind::kBroadcast;
   spec.busbw_factor = [](int) { return 1.0; };
   spec.count_for = [](std::uint64_t bytes, int, std::size_t elem) { return static_cast<std::int64_t>(bytes / elem); };
   spec.size_of = [](std::int64_t count, int, std::size_t elem) { return static_cast<std::uint64_t>(count) * elem; };
@@ -85,6 +89,7 @@ CollectiveSpec broadcast_spec() {
 CollectiveSpec alltoall_spec() {
   CollectiveSpec spec;
   spec.name = "alltoall";
+  spec.op = OpKind::kAlltoall;
   spec.busbw_factor = [](int n) { return static_cast<double>(n - 1) / n; };
   spec.count_for = [](std::uint64_t bytes, int n, std::size_t elem) { return static_cast<std::int64_t>(bytes / elem) / n; };
   spec.size_of = [](std::int64_t count, int n, std::size_t elem) { return static_cast<std::uint64_t>(count * n) * elem; };
@@ -98,10 +103,60 @@ CollectiveSpec alltoall_spec() {
   return spec;
 }
 
+// Reduce to rank 0 (busbw factor 1, as nccl-tests). Ranks other than the root receive
+// nothing: there the check is that their input was left untouched.
+CollectiveSpec reduce_spec() {
+  CollectiveSpec spec = allreduce_spec();
+  spec.name = "reduce";
+  spec.op = OpKind::kReduce;
+  spec.busbw_factor = [](int) { return 1.0; };
+  spec.result = [](const CollectiveCall& c) { return c.comm.rank() == 0 ? static_cast<const void*>(c.recv) : c.send; };
+  spec.expected = [](ReduceOp op, int rank, int n, std::int64_t, std::int64_t i, DType dtype) {
+    return rank == 0 ? expected_value(op, n, i, dtype) : input_value(op, rank, i);
+  };
+  spec.run = [](const CollectiveCall& c) { reduce(c.comm, c.send, c.recv, c.count, c.dtype, c.op, 0, c.options); };
+  return spec;
+}
+
+// Gather to rank 0; size = the whole gathered buffer, as allgather. Other ranks: their input
+// is checked to be untouched.
+CollectiveSpec gather_spec() {
+  CollectiveSpec spec = allgather_spec();
+  spec.name = "gather";
+  spec.op = OpKind::kGather;
+  spec.result = [](const CollectiveCall& c) { return c.comm.rank() == 0 ? static_cast<const void*>(c.recv) : c.send; };
+  spec.result_elements = [](std::int64_t count, int n, int rank) { return rank == 0 ? count * n : count; };
+  spec.expected = [](ReduceOp, int rank, int, std::int64_t count, std::int64_t i, DType) {
+    return rank == 0 ? input_value(ReduceOp::kSum, static_cast<int>(i / count), i % count)
+                     : input_value(ReduceOp::kSum, rank, i);
+  };
+  spec.run = [](const CollectiveCall& c) { gather(c.comm, c.send, c.recv, c.count, c.dtype, 0, c.options); };
+  return spec;
+}
+
+// Scatter from rank 0; size = the root's whole send buffer; rank r receives block r of it.
+CollectiveSpec scatter_spec() {
+  CollectiveSpec spec;
+  spec.name = "scatter";
+  spec.op = OpKind::kScatter;
+  spec.busbw_factor = [](int n) { return static_cast<double>(n - 1) / n; };
+  spec.count_for = [](std::uint64_t bytes, int n, std::size_t elem) { return static_cast<std::int64_t>(bytes / elem) / n; };
+  spec.size_of = [](std::int64_t count, int n, std::size_t elem) { return static_cast<std::uint64_t>(count * n) * elem; };
+  spec.send_elements = [](std::int64_t count, int n) { return count * n; };
+  spec.recv_elements = [](std::int64_t count, int) { return count; };
+  spec.input = [](ReduceOp, int rank, int, std::int64_t i) { return input_value(ReduceOp::kSum, rank, i); };
+  spec.expected = [](ReduceOp, int rank, int, std::int64_t count, std::int64_t i, DType) {
+    return input_value(ReduceOp::kSum, 0, rank * count + i);
+  };
+  spec.run = [](const CollectiveCall& c) { scatter(c.comm, c.send, c.recv, c.count, c.dtype, 0, c.options); };
+  return spec;
+}
+
 }  // namespace
 
 std::vector<CollectiveSpec> collective_specs() {
-  return {allreduce_spec(), allgather_spec(), reduce_scatter_spec(), broadcast_spec(), alltoall_spec()};
+  return {allreduce_spec(), allgather_spec(), reduce_scatter_spec(), broadcast_spec(),
+          reduce_spec(),    gather_spec(),    scatter_spec(),        alltoall_spec()};
 }
 
 }  // namespace braid::bench

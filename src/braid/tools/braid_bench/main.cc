@@ -1,15 +1,19 @@
 // braid-bench: the nccl-tests of braid. Run it under a launcher, e.g.
 //   braid-run -n 4 braid-bench allreduce -b 8 -e 256M -f 4 -c 1 [--algo ring]
 //   braid-run -n 2 braid-bench sendrecv -b 8 -e 256M -f 4 --json sendrecv.json
+//   braid-run -n 4 braid-bench allreduce -b 8 -e 64M -f 4 --plot allreduce.png --tune allreduce.json
+//   braid-run -n 4 braid-bench tune -o tuning.json --ops allreduce,allgather -b 8 -e 64M -f 4
 #include <cstdio>
 #include <vector>
 
 #include <CLI/CLI.hpp>
 
+#include "algorithm_sweep.h"
 #include "bench_options.h"
 #include "braid/base/error.h"
 #include "collective_bench.h"
 #include "sendrecv_bench.h"
+#include "tune_bench.h"
 
 namespace {
 
@@ -29,14 +33,19 @@ int main(int argc, char** argv) {
   CLI::App* sendrecv = app.add_subcommand("sendrecv", "ping-pong latency and bandwidth between ranks 0 and 1");
   braid::bench::add_sweep_flags(*sendrecv, sendrecv_options, false, false);
 
+  std::vector<braid::bench::CollectiveSpec> specs = braid::bench::collective_specs();
   std::vector<Subcommand> collectives;
-  collectives.reserve(8);
-  for (braid::bench::CollectiveSpec spec : braid::bench::collective_specs()) {
+  collectives.reserve(specs.size());  // the flags keep pointers into each Subcommand's options
+  for (braid::bench::CollectiveSpec& spec : specs) {
     std::string help = spec.name + ": time, algbw, busbw and #wrong per message size";
     collectives.push_back({app.add_subcommand(spec.name, help), std::move(spec), {}});
     Subcommand& s = collectives.back();
     braid::bench::add_sweep_flags(*s.app, s.options, true, s.spec.reduces);
   }
+  braid::bench::TuneOptions tune_options;
+  CLI::App* tune = app.add_subcommand(
+      "tune", "time every algorithm of several collectives at every size and write a tuning file (BRAID_TUNING_FILE)");
+  braid::bench::add_tune_flags(*tune, tune_options);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -51,12 +60,20 @@ int main(int argc, char** argv) {
       if (s.app->parsed()) chosen = &s;
     }
     // Check options before joining the job, so a typo fails at once on every rank.
+    const bool compares = chosen != nullptr && (!chosen->options.tune_path.empty() || !chosen->options.plot_path.empty());
     if (chosen != nullptr) {
       (void)chosen->options.dtype();
       (void)chosen->options.op();
+      if (compares) (void)braid::bench::algorithms_to_sweep(chosen->spec.op, chosen->options.algorithm);
+    }
+    if (tune->parsed()) {
+      (void)tune_options.sweep.dtype();
+      (void)braid::bench::specs_to_tune(tune_options.ops);
     }
     braid::Communicator comm = braid::Communicator::init();
     if (sendrecv->parsed()) return braid::bench::run_sendrecv(comm, sendrecv_options);
+    if (tune->parsed()) return braid::bench::run_tune(comm, tune_options);
+    if (compares) return braid::bench::run_algorithm_bench(comm, chosen->spec, chosen->options);
     return braid::bench::run_collective_bench(comm, chosen->spec, chosen->options);
   } catch (const braid::InvalidArgument& e) {
     std::fprintf(stderr, "braid-bench: %s\n", e.detail().c_str());

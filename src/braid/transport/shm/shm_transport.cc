@@ -283,6 +283,16 @@ void ShmTransport::check_peers() {
   }
 }
 
+std::string ShmTransport::lost_reason(int peer_rank) {
+  Peer& p = peer(peer_rank);
+  if (!p.process.exited()) return {};
+  return fmt::format("rank {} (pid {}) exited", p.rank, p.process.pid());
+}
+
+std::optional<Envelope> ShmTransport::unexpected(int peer_rank, const MatchKey& key) {
+  return peer(peer_rank).matcher.oldest_unexpected(key);
+}
+
 void ShmTransport::fail_all(const std::exception_ptr& error) noexcept {
   for (auto& p : peers_) {
     for (auto& s : p->sends) s->fail(error);

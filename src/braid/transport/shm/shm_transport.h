@@ -56,6 +56,8 @@ class ShmTransport final : public Transport {
   void post_recv(const RequestPtr& recv) override;
   bool progress() override;
   void check_peers() override;
+  std::string lost_reason(int peer) override;
+  std::optional<Envelope> unexpected(int peer, const MatchKey& key) override;
   void arm_wakeup(WakeupArm& arm) override;
   void sleep(const WakeupArm& arm, Seconds max_wait) override;
   void disarm_wakeup() override;

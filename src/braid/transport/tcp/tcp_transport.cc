@@ -212,6 +212,16 @@ void TcpTransport::check_peers() {
   }
 }
 
+std::string TcpTransport::lost_reason(int peer_rank) {
+  Peer& p = peer(peer_rank);
+  if (p.state == Peer::State::kOpen) return {};
+  return p.lost_reason.empty() ? fmt::format("the connection to rank {} closed", p.rank) : p.lost_reason;
+}
+
+std::optional<Envelope> TcpTransport::unexpected(int peer_rank, const MatchKey& key) {
+  return peer(peer_rank).matcher.oldest_unexpected(key);
+}
+
 void TcpTransport::arm_wakeup(WakeupArm& arm) {
   for (auto& p : peers_) {
     if (p->state != Peer::State::kOpen) continue;

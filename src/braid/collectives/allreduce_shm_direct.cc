@@ -1,0 +1,151 @@
+// Shared-memory direct allreduce, for communicators whose ranks all share one host. Shared
+// memory is used as memory, not as a pipe (DESIGN.md): the buffer goes through the workspace
+// (shm_workspace.h) in rounds of n slices. In each round every rank
+//
+//   1. copies the slices its peers will reduce into its own staging area (one copy in),
+//   2. waits until every peer has staged, then reduces its own slice reading every rank's
+//      staged copy directly, in rank order, into its result slot (and its output),
+//   3. waits until every peer has reduced, then copies the peers' results out (one copy out).
+//
+// Messages up to ShmWorkspace::kSmallBytes take a one-step path instead: every rank posts its
+// whole input (behind a signature of the call) and reduces all posted inputs itself, in rank
+// order, so every rank computes the same bytes. One synchronisation per call, no messages:
+// this is the latency path. The two slots alternate, so a slot is rewritten only after every
+// peer has posted the next call, which it does only after reading this one.
+//
+// Every slice is reduced by exactly one rank and copied by the others, so all ranks hold
+// identical bytes. Per rank, the buffer is read once and written once in user memory; the
+// staging and result traffic stays in the caches because a round is small (a slice per
+// rank). Ring allreduce over shm pipes moves each byte through a ring and back out again and
+// synchronises n-1 times per phase. Reads `send` directly (no copy into recv first), in place
+// or not: a rank's own slice is read before its result is written, and its peers' slices are
+// staged before their results land.
+#include <algorithm>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "braid/base/error.h"
+
+#include "braid/collectives/algorithms.h"
+#include "braid/collectives/call_signature.h"
+#include "braid/collectives/patterns/ring.h"
+#include "braid/collectives/shm_workspace.h"
+
+namespace braid::algorithms {
+
+namespace {
+
+class DirectAllreduce {
+ public:
+  DirectAllreduce(const CollectiveArgs& a, ShmWorkspace& ws)
+      : a_(a), ws_(ws), n_(a.comm.size()), r_(a.comm.rank()), elem_(a.elem()),
+        round_elems_(static_cast<std::int64_t>(ws.slice_bytes() / elem_) * n_) {}
+
+  void run() {
+    const std::int64_t rounds = (a_.count + round_elems_ - 1) / round_elems_;
+    const std::uint64_t base = ws_.begin(a_.op, a_.seq);
+    const Deadline deadline = Deadline::from_env();
+    for (std::int64_t k = 0; k < rounds; ++k) {
+      const std::int64_t first = k * round_elems_;
+      round(base + static_cast<std::uint64_t>(k) + 1, first, std::min(round_elems_, a_.count - first), deadline);
+      if (k == 0) ws_.unlink_once();
+    }
+    ws_.end(static_cast<std::uint64_t>(rounds));
+  }
+
+ private:
+  std::size_t bytes(std::int64_t elements) const { return static_cast<std::size_t>(elements) * elem_; }
+  const std::byte* input(std::int64_t element) const { return a_.send + bytes(element); }
+  std::byte* output(std::int64_t element) const { return a_.recv + bytes(element); }
+  std::byte* staged(int rank, int slice) const {
+    return ws_.staging(rank) + static_cast<std::size_t>(slice) * ws_.slice_bytes();
+  }
+
+  void round(std::uint64_t g, std::int64_t first, std::int64_t m, const Deadline& deadline) {
+    for (int j = 0; j < n_; ++j) {
+      const ring::Block b = ring::block(m, n_, j);
+      if (j != r_) std::memcpy(staged(r_, j), input(first + b.offset), bytes(b.count));
+    }
+    ws_.publish(ShmPhase::kStaged, g);
+    ws_.wait_for_peers(ShmPhase::kStaged, g, deadline);
+
+    const ring::Block mine = ring::block(m, n_, r_);
+    std::byte* result = ws_.result(r_);
+    auto contribution = [&](int q) { return q == r_ ? input(first + mine.offset) : staged(q, r_); };
+    std::memcpy(result, contribution(0), bytes(mine.count));
+    for (int q = 1; q < n_; ++q) {
+      reduce_into(result, contribution(q), static_cast<std::size_t>(mine.count), a_.dtype, a_.reduce_op);
+    }
+    std::memcpy(output(first + mine.offset), result, bytes(mine.count));
+    ws_.publish(ShmPhase::kReduced, g);
+    ws_.wait_for_peers(ShmPhase::kReduced, g, deadline);
+
+    for (int j = 0; j < n_; ++j) {
+      const ring::Block b = ring::block(m, n_, j);
+      if (j != r_) std::memcpy(output(first + b.offset), ws_.result(j), bytes(b.count));
+    }
+  }
+
+  const CollectiveArgs& a_;
+  ShmWorkspace& ws_;
+  const int n_, r_;
+  const std::size_t elem_;
+  const std::int64_t round_elems_;
+};
+
+}  // namespace
+
+// What every rank posts in front of its small input; the ranks compare them before reducing.
+struct SmallSignature {
+  std::int64_t seq;
+  std::int64_t count;
+  std::uint8_t dtype;
+  std::uint8_t reduce_op;
+  friend bool operator==(const SmallSignature&, const SmallSignature&) = default;
+};
+static_assert(sizeof(SmallSignature) <= ShmWorkspace::kSignatureBytes);
+
+void check_small_signatures(const CollectiveArgs& a, ShmWorkspace& ws, std::uint64_t call, const SmallSignature& mine) {
+  for (int q = 0; q < a.comm.size(); ++q) {
+    SmallSignature theirs;
+    std::memcpy(&theirs, ws.small_slot(q, call), sizeof theirs);
+    if (theirs == mine) continue;
+    ws.fail(std::make_exception_ptr(Mismatch(
+        {.rank = a.comm.rank(), .peer = q, .op = std::string(op_kind_name(a.op)), .seq = a.seq},
+        fmt::format("rank {} called allreduce #{} with {} elements of {} and op {}; this rank #{} with {} of {} and "
+                    "op {}", q, theirs.seq, theirs.count, dtype_name(static_cast<DType>(theirs.dtype)),
+                    reduce_op_name(static_cast<ReduceOp>(theirs.reduce_op)), mine.seq, mine.count,
+                    dtype_name(a.dtype), reduce_op_name(a.reduce_op)))));
+  }
+}
+
+void small_allreduce(const CollectiveArgs& a, ShmWorkspace& ws) {
+  const std::uint64_t call = ws.begin_small(a.op, a.seq);
+  const SmallSignature mine{a.seq, a.count, static_cast<std::uint8_t>(a.dtype),
+                            static_cast<std::uint8_t>(a.reduce_op)};
+  std::byte* slot = ws.small_slot(a.comm.rank(), call);
+  std::memcpy(slot, &mine, sizeof mine);
+  std::memcpy(slot + ShmWorkspace::kSignatureBytes, a.send, a.bytes(a.count));
+  ws.publish(ShmPhase::kPosted, call);
+  ws.wait_for_peers(ShmPhase::kPosted, call, Deadline::from_env());
+  check_small_signatures(a, ws, call, mine);
+  auto input = [&](int q) { return ws.small_slot(q, call) + ShmWorkspace::kSignatureBytes; };
+  std::memcpy(a.recv, input(0), a.bytes(a.count));
+  for (int q = 1; q < a.comm.size(); ++q) {
+    reduce_into(a.recv, input(q), static_cast<std::size_t>(a.count), a.dtype, a.reduce_op);
+  }
+}
+
+bool allreduce_shm_direct_supports(const CollectiveArgs& args) { return ShmWorkspace::usable(args.comm); }
+
+void allreduce_shm_direct(const CollectiveArgs& args) {
+  // The small path sends no message, so nothing else would notice a failed communicator.
+  args.comm.fabric().throw_if_poisoned();
+  ShmWorkspace& ws = args.comm.attachment<ShmWorkspace>(args.comm, args.op, args.seq);
+  if (args.bytes(args.count) <= ShmWorkspace::kSmallBytes) return small_allreduce(args, ws);
+  agree_on_call(args);
+  DirectAllreduce(args, ws).run();
+}
+
+}  // namespace braid::algorithms

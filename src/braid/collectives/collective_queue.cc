@@ -1,0 +1,74 @@
+#include "braid/collectives/collective_queue.h"
+
+#include <utility>
+
+namespace braid {
+
+namespace {
+
+// Runs one task and completes its Work. The closure is destroyed before the Work completes, so
+// that a caller returning from wait() knows the worker holds nothing of its call any more.
+void run_task(std::function<void()>& run, TaskWorkState& work) noexcept {
+  std::exception_ptr error;
+  try {
+    run();
+  } catch (...) {
+    error = std::current_exception();
+  }
+  run = nullptr;
+  work.finish(std::move(error));
+}
+
+}  // namespace
+
+CollectiveQueue::~CollectiveQueue() {
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+  }
+  task_queued_.notify_all();
+  // The worker runs what is still queued before it exits (see run_worker): a task dropped here
+  // would leave its Work pending forever and, worse, this rank out of step with its peers.
+  if (worker_.joinable()) worker_.join();
+}
+
+Work CollectiveQueue::submit(ErrorContext context, std::function<void()> task) {
+  auto work = std::make_shared<TaskWorkState>(std::move(context));
+  {
+    std::lock_guard lock(mu_);
+    // Started first: if the system refuses a thread, submit throws and nothing is queued.
+    if (!worker_.joinable()) worker_ = std::thread(&CollectiveQueue::run_worker, this);
+    tasks_.push_back({std::move(task), work});
+  }
+  task_queued_.notify_one();
+  return Work(std::move(work));
+}
+
+void CollectiveQueue::drain() noexcept {
+  std::unique_lock lock(mu_);
+  if (on_worker_locked()) return;
+  drained_.wait(lock, [&] { return tasks_.empty() && !running_; });
+}
+
+bool CollectiveQueue::busy() const {
+  std::lock_guard lock(mu_);
+  return running_ || !tasks_.empty();
+}
+
+void CollectiveQueue::run_worker() {
+  std::unique_lock lock(mu_);
+  for (;;) {
+    task_queued_.wait(lock, [&] { return stopping_ || !tasks_.empty(); });
+    if (tasks_.empty()) return;  // stopping, and every task has run
+    Task task = std::move(tasks_.front());
+    tasks_.pop_front();
+    running_ = true;
+    lock.unlock();
+    run_task(task.run, *task.work);
+    lock.lock();
+    running_ = false;
+    if (tasks_.empty()) drained_.notify_all();
+  }
+}
+
+}  // namespace braid

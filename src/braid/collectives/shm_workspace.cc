@@ -1,0 +1,235 @@
+#include "braid/collectives/shm_workspace.h"
+
+#include <immintrin.h>
+#include <sched.h>
+
+#include <fmt/format.h>
+
+#include "braid/base/env.h"
+#include "braid/base/error.h"
+#include "braid/collectives/exchange.h"
+#include "braid/comm/work.h"
+#include "braid/transport/fabric.h"
+#include "braid/transport/shm/futex.h"
+
+namespace braid {
+
+namespace {
+
+constexpr std::uint32_t kWorkspaceMagic = 0x57445242;  // "BRDW"
+constexpr std::uint32_t kWorkspaceVersion = 1;
+constexpr std::size_t kHeaderBytes = 4096;
+// How long a sleeping waiter sleeps before it checks liveness and the deadline.
+constexpr Seconds kLivenessInterval{0.05};
+
+// What the set-up messages carry, so that ranks built or configured differently refuse to
+// share a workspace instead of reading each other's memory at the wrong offsets.
+struct Geometry {
+  std::uint64_t ranks;
+  std::uint64_t slice_bytes;
+};
+
+const char* phase_name(ShmPhase phase) {
+  switch (phase) {
+    case ShmPhase::kStaged: return "stage its slice";
+    case ShmPhase::kReduced: return "reduce its slice";
+    case ShmPhase::kPosted: return "post its input";
+  }
+  return "progress";
+}
+
+constexpr std::size_t kSmallSlotBytes = ShmWorkspace::kSignatureBytes + ShmWorkspace::kSmallBytes;
+
+std::size_t segment_bytes(int ranks, std::size_t slice_bytes) {
+  return kHeaderBytes + 2 * kSmallSlotBytes + (static_cast<std::size_t>(ranks) + 1) * slice_bytes;
+}
+
+std::size_t configured_slice_bytes(const Communicator& comm) {
+  const std::optional<long long> set = env::get_int_if_set(env::kShmSliceBytes);
+  if (!set) {
+    return comm.fabric().options().yield_while_spinning ? ShmWorkspace::kOversubscribedSliceBytes
+                                                        : ShmWorkspace::kDefaultSliceBytes;
+  }
+  if (*set < 64 || *set % 64 != 0 || *set > (1ll << 30)) {
+    // Poisons rather than throwing alone: the peers are about to wait for this rank's workspace.
+    comm.fabric().fail(std::make_exception_ptr(InvalidArgument(
+        {.rank = comm.rank(), .op = "shm.workspace"},
+        fmt::format("BRAID_SHM_SLICE_BYTES must be a multiple of 64 in [64, 1 GiB], got {}", *set))));
+  }
+  return static_cast<std::size_t>(*set);
+}
+
+}  // namespace
+
+// The first page of every rank's segment. The owner writes `progress`; peers read it, and
+// ring `doorbell` (futex word) when `sleeping` says the owner sleeps on it.
+struct ShmWorkspace::Header {
+  std::uint32_t magic;
+  std::uint32_t version;
+  std::uint64_t ranks;
+  std::uint64_t slice_bytes;
+  alignas(64) std::atomic<std::uint64_t> progress[3];  // indexed by ShmPhase: last round / call done
+  alignas(64) std::atomic<std::uint32_t> doorbell;
+  std::atomic<std::uint32_t> sleeping;
+};
+
+
+bool ShmWorkspace::usable(const Communicator& comm) {
+  if (comm.size() < 2 || comm.topology().num_hosts() != 1) return false;
+  for (int peer = 0; peer < comm.size(); ++peer) {
+    if (peer != comm.rank() && comm.transport_to(peer) != "shm") return false;
+  }
+  return true;
+}
+
+ShmWorkspace::ShmWorkspace(Communicator& comm, OpKind op, std::int64_t seq)
+    : fabric_(comm.fabric()), rank_(comm.rank()), size_(comm.size()), op_(op), seq_(seq),
+      slice_bytes_(configured_slice_bytes(comm)),
+      quiet_key_{.comm_id = comm.id(), .channel = Channel::kCollective} {
+  auto name_of = [&](int rank) { return fmt::format("/braid-{}-w{:x}-{}", comm.job_id(), comm.id(), rank); };
+  segments_.resize(static_cast<std::size_t>(size_));
+  for (int r = 0; r < size_; ++r) world_ranks_.push_back(comm.world_rank(r));
+  shm::Segment& own = segments_[static_cast<std::size_t>(rank_)];
+  static_assert(sizeof(Header) <= kHeaderBytes);
+  own = shm::Segment::create(name_of(rank_), segment_bytes(size_, slice_bytes_));
+  auto* h = reinterpret_cast<Header*>(own.data());
+  h->magic = kWorkspaceMagic;
+  h->version = kWorkspaceVersion;
+  h->ranks = static_cast<std::uint64_t>(size_);
+  h->slice_bytes = slice_bytes_;
+
+  // Tell every peer the segment exists (and its geometry), then map theirs.
+  const Geometry mine{static_cast<std::uint64_t>(size_), slice_bytes_};
+  std::vector<Geometry> theirs(static_cast<std::size_t>(size_));
+  const Envelope envelope{.op = op, .seq = seq, .dtype = DType::kU8, .bytes = sizeof(Geometry)};
+  std::vector<Work> works;
+  for (int peer = 0; peer < size_; ++peer) {
+    if (peer == rank_) continue;
+    works.push_back(comm.post_collective_recv(&theirs[static_cast<std::size_t>(peer)], envelope, peer));
+    works.push_back(comm.post_collective_send(&mine, envelope, peer));
+  }
+  algorithms::wait_all(works);
+  for (int peer = 0; peer < size_; ++peer) {
+    if (peer == rank_) continue;
+    const Geometry& g = theirs[static_cast<std::size_t>(peer)];
+    if (g.ranks != mine.ranks || g.slice_bytes != mine.slice_bytes) {
+      fabric_.fail(std::make_exception_ptr(Mismatch(
+          {.rank = rank_, .peer = peer, .op = std::string(op_kind_name(op)), .seq = seq},
+          fmt::format("shared-memory workspace geometry differs: peer has {} ranks x {} bytes, this rank {} x {} "
+                      "(is BRAID_SHM_SLICE_BYTES the same on every rank?)", g.ranks, g.slice_bytes, mine.ranks, mine.slice_bytes))));
+    }
+    shm::Segment& s = segments_[static_cast<std::size_t>(peer)] = shm::Segment::open(name_of(peer));
+    const Header* ph = header(peer);
+    if (s.size() != segment_bytes(size_, slice_bytes_) || ph->magic != kWorkspaceMagic || ph->version != kWorkspaceVersion) {
+      fabric_.fail(std::make_exception_ptr(Corrupt({.rank = rank_, .peer = peer, .op = "shm.workspace"},
+                                                   "peer's shared-memory workspace has a bad size, magic or version")));
+    }
+  }
+}
+
+ShmWorkspace::~ShmWorkspace() {
+  if (!unlinked_ && !segments_.empty()) shm::Segment::unlink(segments_[static_cast<std::size_t>(rank_)].name());
+}
+
+ShmWorkspace::Header* ShmWorkspace::header(int rank) const {
+  return reinterpret_cast<Header*>(segments_[static_cast<std::size_t>(rank)].data());
+}
+
+std::byte* ShmWorkspace::small_slot(int rank, std::uint64_t call) const {
+  return segments_[static_cast<std::size_t>(rank)].data() + kHeaderBytes + (call % 2) * kSmallSlotBytes;
+}
+
+std::byte* ShmWorkspace::staging(int rank) const {
+  return segments_[static_cast<std::size_t>(rank)].data() + kHeaderBytes + 2 * kSmallSlotBytes;
+}
+
+std::byte* ShmWorkspace::result(int rank) const { return staging(rank) + static_cast<std::size_t>(size_) * slice_bytes_; }
+
+void ShmWorkspace::unlink_once() {
+  if (unlinked_) return;
+  shm::Segment::unlink(segments_[static_cast<std::size_t>(rank_)].name());
+  unlinked_ = true;
+}
+
+// Memory order: the progress store and the `sleeping` load are both seq_cst, as are the
+// waiter's `sleeping` store and progress loads (sleep_until_published). In the single total
+// order either the waiter's flag precedes our load (we ring) or our store precedes its
+// re-check (it sees the new value and does not sleep). Release on the store also publishes
+// the data written before it to the peers' acquire loads.
+void ShmWorkspace::publish(ShmPhase phase, std::uint64_t round) {
+  header(rank_)->progress[static_cast<int>(phase)].store(round, std::memory_order_seq_cst);
+  for (int peer = 0; peer < size_; ++peer) {
+    if (peer == rank_) continue;
+    Header* ph = header(peer);
+    if (ph->sleeping.load(std::memory_order_seq_cst) != 0) {
+      ph->doorbell.fetch_add(1, std::memory_order_seq_cst);
+      shm::futex_wake_all(&ph->doorbell);
+    }
+  }
+}
+
+bool ShmWorkspace::peers_reached(ShmPhase phase, std::uint64_t round) const {
+  for (int peer = 0; peer < size_; ++peer) {
+    if (peer != rank_ && header(peer)->progress[static_cast<int>(phase)].load(std::memory_order_seq_cst) < round) {
+      return false;
+    }
+  }
+  return true;
+}
+
+void ShmWorkspace::sleep_until_published(ShmPhase phase, std::uint64_t round, Seconds max_wait) {
+  Header* own = header(rank_);
+  const std::uint32_t rung = own->doorbell.load(std::memory_order_seq_cst);
+  own->sleeping.store(1, std::memory_order_seq_cst);
+  if (!peers_reached(phase, round)) shm::futex_wait(&own->doorbell, rung, max_wait);
+  own->sleeping.store(0, std::memory_order_relaxed);
+}
+
+void ShmWorkspace::wait_for_peers(ShmPhase phase, std::uint64_t round, const Deadline& deadline) {
+  if (peers_reached(phase, round)) return;
+  const FabricOptions& options = fabric_.options();
+  const auto start = Clock::now();
+  const auto spin_end = start + std::chrono::duration_cast<Clock::duration>(Seconds(options.spin_seconds));
+  // When ranks outnumber cores the peer we wait for may need this very core: yield at once.
+  while (Clock::now() < spin_end) {
+    for (int i = 0; i < 64; ++i) {
+      if (peers_reached(phase, round)) return;
+      if (options.yield_while_spinning) {
+        ::sched_yield();
+      } else {
+        _mm_pause();
+      }
+    }
+  }
+  while (!peers_reached(phase, round)) {
+    // A lost peer, or an error another rank reported, ends the wait; so does a message of this
+    // collective (or an earlier one) from a peer, which means it runs another operation.
+    const ErrorContext ctx{.rank = rank_, .op = std::string(op_kind_name(op_)), .seq = seq_};
+    if (auto stray = fabric_.check_health(world_ranks_, ctx, quiet_key_)) {
+      if (stray->envelope.seq <= seq_ && !peers_reached(phase, round)) fail_on_stray_message(*stray);
+    }
+    if (deadline.expired()) throw_timeout(phase, round, Seconds(Clock::now() - start).count());
+    sleep_until_published(phase, round, deadline.remaining(kLivenessInterval));
+  }
+}
+
+void ShmWorkspace::fail_on_stray_message(const Fabric::Unexpected& stray) {
+  fabric_.fail(std::make_exception_ptr(Mismatch(
+      {.rank = rank_, .peer = stray.peer, .op = std::string(op_kind_name(op_)), .seq = seq_},
+      fmt::format("rank {} sent a message of {} while this rank runs {} #{} through shared memory: the ranks called "
+                  "different collectives", stray.peer, describe(stray.envelope), op_kind_name(op_), seq_))));
+}
+
+void ShmWorkspace::throw_timeout(ShmPhase phase, std::uint64_t round, double waited) {
+  int late = -1;
+  for (int peer = 0; peer < size_ && late < 0; ++peer) {
+    if (peer != rank_ && header(peer)->progress[static_cast<int>(phase)].load() < round) late = peer;
+  }
+  fabric_.fail(std::make_exception_ptr(Timeout(
+      {.rank = rank_, .peer = late, .op = std::string(op_kind_name(op_)), .seq = seq_},
+      fmt::format("timed out after {:.1f} s waiting in shared memory for rank {} to {}; the peer may be "
+                  "stuck, or the ranks called different operations (BRAID_TIMEOUT sets the limit)",
+                  waited, late, phase_name(phase)))));
+}
+
+}  // namespace braid

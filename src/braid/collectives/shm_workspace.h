@@ -1,0 +1,117 @@
+// The shared-memory workspace of the direct intra-host algorithms (allreduce_shm_direct.cc):
+// every rank of a communicator whose ranks all share one host maps one segment per rank, and
+// each rank reads its peers' segments directly ("shared memory is used as memory, not as a
+// pipe", DESIGN.md). A rank's segment holds
+//
+//   [ header: progress counters, doorbell ][ 2 small slots ][ staging: n slices ][ result ]
+//
+// Synchronisation is by monotonic per-rank counters in the header (never reset, equal on
+// every rank between collectives, so stale values from an earlier call can never satisfy a
+// wait): a rank publishes "I have done phase p of round g" by storing a larger value, and
+// waits until every peer's counter reaches a target. Waiting spins for BRAID_SPIN_US (yielding
+// when ranks outnumber cores), then sleeps on its own futex doorbell, which a publisher rings
+// only when the waiter says it sleeps (the fenced Dekker handshake of the shm transport). A
+// sleeping waiter wakes every 50 ms to check its peers' liveness and the deadline through the
+// Fabric, so a dead or diverged peer raises PeerLost / Timeout instead of a hang.
+//
+// Created on first use (collective over the communicator) and kept as a Communicator
+// attachment; each rank unlinks its segment's name once every peer has mapped it.
+//
+// Thread-safety: used by the one thread running the communicator's collectives.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "braid/base/clock.h"
+#include "braid/comm/communicator.h"
+#include "braid/transport/envelope.h"
+#include "braid/transport/fabric.h"
+#include "braid/transport/shm/shm_segment.h"
+
+namespace braid {
+
+// Which progress counter of a rank's header.
+// kStaged/kReduced count rounds of the sliced path; kPosted counts calls of the small path.
+enum class ShmPhase : int { kStaged = 0, kReduced = 1, kPosted = 2 };
+
+class ShmWorkspace : public CommAttachment {
+ public:
+  // Bytes of one slice (the per-rank share of one round; BRAID_SHM_SLICE_BYTES). A round moves
+  // n slices through the workspace: small enough that staging + result of every rank stay in
+  // the caches (L2/L3) between being written and read, large enough that the two
+  // synchronisations per round are cheap next to the copies. When ranks outnumber cores each
+  // synchronisation costs context switches, so slices are larger there.
+  static constexpr std::size_t kDefaultSliceBytes = 128 << 10;
+  static constexpr std::size_t kOversubscribedSliceBytes = 1 << 20;
+  std::size_t slice_bytes() const { return slice_bytes_; }
+  // Small messages skip slicing: every rank posts its whole input in one of two alternating
+  // slots (after a 64-byte signature of the call) and reduces all of them itself.
+  static constexpr std::size_t kSmallBytes = 8 << 10;
+  static constexpr std::size_t kSignatureBytes = 64;
+
+  // Collective over `comm` (every rank on this host): creates this rank's segment and maps
+  // every peer's. `op` and `seq` name the collective that triggered it, for errors.
+  ShmWorkspace(Communicator& comm, OpKind op, std::int64_t seq);
+  ~ShmWorkspace() override;
+
+  // The small-path slot of `rank` for small call number `call`: signature, then data.
+  std::byte* small_slot(int rank, std::uint64_t call) const;
+  std::byte* staging(int rank) const;  // n slices of slice_bytes()
+  std::byte* result(int rank) const;   // one slice
+
+  // Starts a collective: names it in errors; returns the monotonic round number before its
+  // first round (equal on every rank at the start of every collective).
+  std::uint64_t begin(OpKind op, std::int64_t seq) {
+    op_ = op;
+    seq_ = seq;
+    return round_;
+  }
+  // Records that the collective ran `rounds` rounds.
+  void end(std::uint64_t rounds) { round_ += rounds; }
+  // Starts a small-path call: returns its number (1, 2, ...; equal on every rank).
+  std::uint64_t begin_small(OpKind op, std::int64_t seq) {
+    op_ = op;
+    seq_ = seq;
+    return ++small_calls_;
+  }
+  // Fails this rank's communication with `error` (every peer is told) and throws it.
+  [[noreturn]] void fail(std::exception_ptr error) { fabric_.fail(std::move(error)); }
+
+  // Tells the peers this rank finished `phase` of round `round`.
+  void publish(ShmPhase phase, std::uint64_t round);
+  // Returns once every peer finished `phase` of round `round`; throws PeerLost / Timeout /
+  // any error another rank reported (via the Fabric) instead of waiting forever.
+  void wait_for_peers(ShmPhase phase, std::uint64_t round, const Deadline& deadline);
+  // Removes this rank's segment name once every peer is known to have mapped it (any wait
+  // for a peer's progress proves that peer mapped all segments before its round loop).
+  void unlink_once();
+
+  // Whether `comm` can use a workspace: more than one rank, all on one host, all over shm.
+  static bool usable(const Communicator& comm);
+
+ private:
+  struct Header;
+  Header* header(int rank) const;
+  bool peers_reached(ShmPhase phase, std::uint64_t round) const;
+  void sleep_until_published(ShmPhase phase, std::uint64_t round, Seconds max_wait);
+  [[noreturn]] void fail_on_stray_message(const Fabric::Unexpected& stray);
+  [[noreturn]] void throw_timeout(ShmPhase phase, std::uint64_t round, double waited);
+
+  Fabric& fabric_;  // outlives the communicator's attachments (owned by its World)
+  int rank_ = 0;
+  int size_ = 0;
+  OpKind op_;
+  std::int64_t seq_ = 0;
+  std::vector<int> world_ranks_;        // of the communicator's ranks, for liveness checks
+  std::vector<shm::Segment> segments_;  // indexed by communicator rank; own included
+  std::size_t slice_bytes_ = kDefaultSliceBytes;
+  MatchKey quiet_key_;  // this communicator's collective channel: silent while we wait here
+  std::uint64_t round_ = 0;
+  std::uint64_t small_calls_ = 0;
+  bool unlinked_ = false;
+};
+
+}  // namespace braid

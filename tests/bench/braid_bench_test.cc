@@ -1,0 +1,151 @@
+// braid-bench's algorithm comparisons, run for real through braid-run: `--tune` writes a
+// tuning file that loads back with load_tuning_file and is accepted by a job through
+// BRAID_TUNING_FILE; `braid-bench tune` writes rules for several operations; `--plot` leaves
+// a PNG with its data and script (skipped where gnuplot is not installed), and says how to
+// install gnuplot when it is missing. Sizes and repetitions are tiny: these check plumbing,
+// not performance.
+#include <stdlib.h>
+#include <sys/stat.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "braid/collectives/algorithm_registry.h"
+#include "braid/collectives/tuning_file.h"
+#include "launch.h"
+
+namespace braid::testing {
+namespace {
+
+class BraidBenchTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string pattern = ::testing::TempDir() + "/braid_bench_test_XXXXXX";
+    ASSERT_NE(::mkdtemp(pattern.data()), nullptr);
+    dir_ = pattern;
+  }
+  void TearDown() override {
+    if (!HasFailure()) std::system(("rm -rf '" + dir_ + "'").c_str());
+  }
+
+  LaunchResult bench(int ranks, std::vector<std::string> args, std::map<std::string, std::string> env = {}) {
+    LaunchOptions options;
+    options.ranks = ranks;
+    options.program = tool_path("braid-bench");
+    options.args = std::move(args);
+    options.env = std::move(env);
+    options.env.emplace("BRAID_TIMEOUT", "60");
+    options.timeout_seconds = 180;
+    return launch(options);
+  }
+  std::string path(const std::string& name) const { return dir_ + "/" + name; }
+
+  std::string dir_;
+};
+
+// The rules of one operation cover every size exactly once, in ascending order, on exactly
+// this world size and host count, and name registered algorithms.
+void expect_complete_ranges(const TuningTable& table, OpKind op, int world) {
+  std::uint64_t next = 0;
+  int rules = 0;
+  for (const TuningRule& rule : table.rules) {
+    if (rule.op != op) continue;
+    ++rules;
+    EXPECT_EQ(rule.min_bytes, next) << rule.algorithm;
+    EXPECT_EQ(rule.min_world, world);
+    EXPECT_EQ(rule.max_world, world);
+    EXPECT_EQ(rule.min_hosts, 1);
+    EXPECT_EQ(rule.max_hosts, 1);
+    EXPECT_NE(find_algorithm(op, rule.algorithm), nullptr) << rule.algorithm;
+    next = rule.max_bytes == kNoByteLimit ? kNoByteLimit : rule.max_bytes + 1;
+  }
+  EXPECT_GT(rules, 0) << op_kind_name(op);
+  EXPECT_EQ(next, kNoByteLimit) << op_kind_name(op) << ": the last range must be open-ended";
+}
+
+TEST_F(BraidBenchTest, TuneWritesAFileThatLoadsBackAndSteersAJob) {
+  const std::string file = path("t.json");
+  LaunchResult r = bench(2, {"allreduce", "-b", "1K", "-e", "64K", "-f", "4", "-n", "3", "-w", "1", "--repeats", "1",
+                             "--tune", file});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.count("winner"), 1) << r.output;                          // the table's header
+  EXPECT_EQ(r.count("tuning file " + file), 1) << r.output;
+  EXPECT_GE(r.count("braid-bench: allreduce size 4/4"), 1) << r.output;  // progress on stderr
+  TuningTable table = load_tuning_file(file);
+  expect_complete_ranges(table, OpKind::kAllreduce, 2);
+
+  std::ifstream in(file);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  for (const char* key : {"\"date\"", "\"hostname\"", "\"world\": 2", "\"hosts\": 1", "\"measurements\"", "\"ring\""}) {
+    EXPECT_NE(text.find(key), std::string::npos) << key << " missing from\n" << text;
+  }
+
+  LaunchResult steered = bench(2, {"allreduce", "-b", "1K", "-e", "64K", "-f", "4", "-n", "2", "-w", "1", "--repeats",
+                                   "1"},
+                               {{"BRAID_TUNING_FILE", file}});
+  EXPECT_EQ(steered.exit_code, 0) << steered.output;
+  EXPECT_EQ(steered.count("Out of bounds values : 0 OK"), 1) << steered.output;
+}
+
+TEST_F(BraidBenchTest, TuneSubcommandCoversSeveralOperations) {
+  const std::string file = path("several.json");
+  LaunchResult r = bench(3, {"tune", "-o", file, "--ops", "allreduce,allgather,broadcast", "-b", "1K", "-e", "16K",
+                             "-f", "16", "-n", "2", "-w", "1", "--repeats", "1"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  TuningTable table = load_tuning_file(file);
+  for (OpKind op : {OpKind::kAllreduce, OpKind::kAllgather, OpKind::kBroadcast}) expect_complete_ranges(table, op, 3);
+  for (const TuningRule& rule : table.rules) EXPECT_NE(rule.op, OpKind::kAlltoall);
+}
+
+TEST_F(BraidBenchTest, MalformedTuningFileFailsEveryRankNamingTheFile) {
+  const std::string file = path("bad.json");
+  std::ofstream(file) << R"({"rules": [{"op": "allreduce", "algorithm": "warp_drive"}]})";
+  LaunchResult r = bench(2, {"allreduce", "-b", "8", "-e", "8", "-n", "1", "-w", "0", "--repeats", "1"},
+                         {{"BRAID_TUNING_FILE", file}});
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_GE(r.count("tuning file '" + file + "'"), 1) << r.output;
+  EXPECT_GE(r.count("unknown allreduce algorithm 'warp_drive'"), 1) << r.output;
+}
+
+bool gnuplot_installed() { return std::system("gnuplot --version > /dev/null 2>&1") == 0; }
+
+std::uintmax_t file_size(const std::string& path) {
+  struct stat info {};
+  return ::stat(path.c_str(), &info) == 0 ? static_cast<std::uintmax_t>(info.st_size) : 0;
+}
+
+TEST_F(BraidBenchTest, PlotDrawsAPngWithItsDataAndScript) {
+  if (!gnuplot_installed()) GTEST_SKIP() << "gnuplot is not installed (Debian: gnuplot-nox)";
+  const std::string png = path("allreduce.png");
+  LaunchResult r = bench(2, {"allreduce", "-b", "1K", "-e", "16K", "-f", "4", "-n", "2", "-w", "1", "--repeats", "1",
+                             "--algo", "ring,recursive_doubling", "--plot", png});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  ASSERT_GT(file_size(png), 0u);
+  std::ifstream image(png, std::ios::binary);
+  char magic[8] = {};
+  image.read(magic, 8);
+  EXPECT_EQ(std::string(magic + 1, 3), "PNG");
+  std::ifstream data(path("allreduce.dat"));
+  std::string header, columns;
+  std::getline(data, header);
+  std::getline(data, columns);
+  EXPECT_EQ(columns, "# bytes ring recursive_doubling");
+  EXPECT_GT(file_size(path("allreduce.gp")), 0u);
+}
+
+TEST_F(BraidBenchTest, PlotWithoutGnuplotSaysWhatToInstall) {
+  const std::string empty_bin = path("bin");
+  ASSERT_EQ(::mkdir(empty_bin.c_str(), 0755), 0);
+  LaunchResult r = bench(2, {"allreduce", "-b", "8", "-e", "8", "--plot", path("x.png")}, {{"PATH", empty_bin}});
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_GE(r.count("gnuplot-nox"), 1) << r.output;
+  EXPECT_EQ(file_size(path("x.png")), 0u);
+}
+
+}  // namespace
+}  // namespace braid::testing

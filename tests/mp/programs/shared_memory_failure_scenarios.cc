@@ -1,0 +1,75 @@
+// Failure paths of the collectives that wait on shared memory rather than on messages
+// (allreduce shm_direct): a peer killed, or frozen, in the middle of a run of allreduces must
+// end every survivor's wait with braid::PeerLost / braid::Timeout naming it, never a hang.
+// The algorithm is BRAID_TEST_ALGO (default shm_direct), so other algorithms can be checked
+// the same way.
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <thread>
+#include <vector>
+
+#include "braid/base/error.h"
+#include "braid/collectives/collectives.h"
+#include "scenario.h"
+
+namespace braid::testing {
+
+namespace {
+
+constexpr std::int64_t kCount = 4 << 20;  // 16 MiB of f32: many rounds per call
+
+std::string algorithm_under_test() {
+  const char* algo = std::getenv("BRAID_TEST_ALGO");
+  return algo != nullptr ? algo : "shm_direct";
+}
+
+// Runs allreduces until an error ends them; reports it as `tag` when it is an E.
+template <class E>
+int allreduce_until_error(Communicator& comm, const char* tag) {
+  std::vector<float> send(kCount, 1.0f), recv(kCount);
+  const CollectiveOptions options{.algorithm = algorithm_under_test()};
+  auto start = std::chrono::steady_clock::now();
+  try {
+    for (int i = 0; i < 100000; ++i) {
+      start = std::chrono::steady_clock::now();
+      allreduce(comm, send.data(), recv.data(), kCount, DType::kF32, ReduceOp::kSum, options);
+    }
+  } catch (const E& e) {
+    RANK_SAY("%s rank %d after %.3f s: %s", tag, comm.rank(), seconds_since(start), e.what());
+    return 3;  // non-zero, so that braid-run ends a frozen peer
+  } catch (const Error& e) {
+    RANK_SAY("WRONG-ERROR rank %d: %s", comm.rank(), e.what());
+    return 4;
+  }
+  RANK_SAY("NO-ERROR rank %d", comm.rank());
+  return 5;
+}
+
+// Ends this process with `signal` after `delay`, from another thread, while the main thread
+// is inside a collective.
+void raise_later(int signal, std::chrono::milliseconds delay) {
+  std::thread([signal, delay] {
+    std::this_thread::sleep_for(delay);
+    ::kill(::getpid(), signal);
+  }).detach();
+}
+
+}  // namespace
+
+// The last rank is SIGKILLed in the middle of the allreduces: the others raise PeerLost.
+int scenario_shared_memory_victim(Communicator& comm, const Args&) {
+  if (comm.rank() == comm.size() - 1) raise_later(SIGKILL, std::chrono::milliseconds(300));
+  return allreduce_until_error<PeerLost>(comm, "PEERLOST");
+}
+
+// The last rank is frozen (SIGSTOP: alive, but silent) in the middle of the allreduces; with
+// BRAID_TIMEOUT=2 the others raise Timeout after about 2 s. braid-run's SIGKILL ends it.
+int scenario_shared_memory_frozen(Communicator& comm, const Args&) {
+  if (comm.rank() == comm.size() - 1) raise_later(SIGSTOP, std::chrono::milliseconds(300));
+  return allreduce_until_error<Timeout>(comm, "TIMEOUT");
+}
+
+}  // namespace braid::testing
