@@ -32,7 +32,7 @@ inline constexpr Variable kBindAddr{"BRAID_BIND_ADDR", "", "address transport li
 inline constexpr Variable kSpinUs{"BRAID_SPIN_US", "50", "microseconds a waiting rank polls before it sleeps on a futex / poll"};
 inline constexpr Variable kShmRingBytes{"BRAID_SHM_RING_BYTES", "524288", "bytes of each shared-memory ring (one per ordered pair of ranks on a host)"};
 inline constexpr Variable kShmChunkBytes{"BRAID_SHM_CHUNK_BYTES", "32768", "largest piece a shared-memory send publishes at once (pipelining grain)"};
-inline constexpr Variable kShmSliceBytes{"BRAID_SHM_SLICE_BYTES", "", "per-rank slice of one round of the shared-memory direct allreduce (default: 128 KiB, 1 MiB when ranks outnumber cores)"};
+inline constexpr Variable kShmSliceBytes{"BRAID_SHM_SLICE_BYTES", "131072", "per-rank slice of one round of the shared-memory direct allreduce"};
 inline constexpr Variable kKernels{"BRAID_KERNELS", "auto", "reduction kernels: auto (widest the CPU supports), scalar, avx2 or avx512"};
 inline constexpr Variable kLogLevel{"BRAID_LOG_LEVEL", "warn", "error, warn, info or debug"};
 // Algorithm selection (collectives/tuner.h); must be equal on every rank of a job.

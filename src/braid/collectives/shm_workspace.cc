@@ -45,18 +45,14 @@ std::size_t segment_bytes(int ranks, std::size_t slice_bytes) {
 }
 
 std::size_t configured_slice_bytes(const Communicator& comm) {
-  const std::optional<long long> set = env::get_int_if_set(env::kShmSliceBytes);
-  if (!set) {
-    return comm.fabric().options().yield_while_spinning ? ShmWorkspace::kOversubscribedSliceBytes
-                                                        : ShmWorkspace::kDefaultSliceBytes;
-  }
-  if (*set < 64 || *set % 64 != 0 || *set > (1ll << 30)) {
+  const long long bytes = env::get_int(env::kShmSliceBytes);
+  if (bytes < 64 || bytes % 64 != 0 || bytes > (1ll << 30)) {
     // Poisons rather than throwing alone: the peers are about to wait for this rank's workspace.
     comm.fabric().fail(std::make_exception_ptr(InvalidArgument(
         {.rank = comm.rank(), .op = "shm.workspace"},
-        fmt::format("BRAID_SHM_SLICE_BYTES must be a multiple of 64 in [64, 1 GiB], got {}", *set))));
+        fmt::format("BRAID_SHM_SLICE_BYTES must be a multiple of 64 in [64, 1 GiB], got {}", bytes))));
   }
-  return static_cast<std::size_t>(*set);
+  return static_cast<std::size_t>(bytes);
 }
 
 }  // namespace
