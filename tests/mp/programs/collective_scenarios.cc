@@ -23,6 +23,9 @@ namespace {
 using Bytes = std::vector<std::byte>;
 constexpr std::byte kGarbage{0xEE};
 constexpr std::int64_t kLargeCount = 1000003;
+// allreduce also runs a 64 MiB case (f32 sum): large enough for many rounds of the sliced
+// shared-memory path and for its non-temporal output stores.
+constexpr std::int64_t kHugeCount = 16 << 20;
 
 struct Case {
   std::string what;  // printed on failure
@@ -214,6 +217,7 @@ void CollectiveChecker::run_reducing(OpKind kind, const std::vector<std::int64_t
       for (ReduceOp op : kTestOps) {
         std::vector<std::int64_t> sizes = grid;
         if (dtype == DType::kF32 && op == ReduceOp::kSum) sizes.push_back(kLargeCount);
+        if (dtype == DType::kF32 && op == ReduceOp::kSum && kind == OpKind::kAllreduce) sizes.push_back(kHugeCount);
         for (std::int64_t count : sizes) {
           for (bool in_place : {false, true}) {
             for (int root : roots) {
