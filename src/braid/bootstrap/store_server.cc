@@ -256,14 +256,16 @@ class StoreServer::Loop {
     }
     net::Verdict verdict = net::judge_hello(hello, token_, net::Role::kStoreClient);
     if (verdict != net::Verdict::kAccepted) {
-      // One byte always fits a fresh socket's send buffer; the client learns why it was refused.
-      auto byte = static_cast<std::uint8_t>(verdict);
-      ssize_t ignored = ::send(c.fd.get(), &byte, 1, MSG_DONTWAIT | MSG_NOSIGNAL);
-      (void)ignored;
+      // Log before answering: the refused client exits at once, and the launcher may stop this
+      // rank before a later log line is written.
       try {
         net::refuse(verdict, hello, c.remote, ctx);  // logs "refused connection from ..."
       } catch (const Error&) {
       }
+      // One byte always fits a fresh socket's send buffer; the client learns why it was refused.
+      auto byte = static_cast<std::uint8_t>(verdict);
+      ssize_t ignored = ::send(c.fd.get(), &byte, 1, MSG_DONTWAIT | MSG_NOSIGNAL);
+      (void)ignored;
       drop(c, "refused at the handshake", log::Level::kDebug);
       return;
     }

@@ -29,7 +29,6 @@
 #include "braid/base/streaming_copy.h"
 
 #include "braid/collectives/algorithms.h"
-#include "braid/collectives/call_signature.h"
 #include "braid/collectives/patterns/ring.h"
 #include "braid/collectives/shm_workspace.h"
 
@@ -54,7 +53,7 @@ class DirectAllreduce {
   void run() {
     const std::int64_t rounds = (a_.count + round_elems_ - 1) / round_elems_;
     const std::uint64_t base = ws_.begin(a_.op, a_.seq);
-    const Deadline deadline = Deadline::from_env();
+    const Deadline deadline = ws_.deadline();
     for (std::int64_t k = 0; k < rounds; ++k) {
       const std::int64_t first = k * round_elems_;
       round(base + static_cast<std::uint64_t>(k) + 1, first, std::min(round_elems_, a_.count - first), deadline);
@@ -106,40 +105,30 @@ class DirectAllreduce {
 
 }  // namespace
 
-// What every rank posts in front of its small input; the ranks compare them before reducing.
-struct SmallSignature {
-  std::int64_t seq;
-  std::int64_t count;
-  std::uint8_t dtype;
-  std::uint8_t reduce_op;
-  friend bool operator==(const SmallSignature&, const SmallSignature&) = default;
-};
-static_assert(sizeof(SmallSignature) <= ShmWorkspace::kSignatureBytes);
-
-void check_small_signatures(const CollectiveArgs& a, ShmWorkspace& ws, std::uint64_t call, const SmallSignature& mine) {
+// Posts this call's signature (and, for the small path, its whole input) in this rank's slot,
+// waits until every peer has posted, and checks that all signatures agree: ranks that called
+// with different counts, dtypes or ops raise Mismatch before reading each other's data.
+// (A peer inside a message-based collective is noticed while waiting: its message arrives.)
+std::uint64_t post_call(const CollectiveArgs& a, ShmWorkspace& ws, bool with_input) {
+  const std::uint64_t call = ws.begin_call(a.op, a.seq);
+  const ShmCallSignature mine{.seq = a.seq, .count = a.count, .op = static_cast<std::uint8_t>(a.op),
+                              .dtype = static_cast<std::uint8_t>(a.dtype),
+                              .reduce_op = static_cast<std::uint8_t>(a.reduce_op)};
+  std::byte* slot = ws.small_slot(a.comm.rank(), call);
+  std::memcpy(slot, &mine, sizeof mine);
+  if (with_input) std::memcpy(slot + ShmWorkspace::kSignatureBytes, a.send, a.bytes(a.count));
+  ws.publish(ShmPhase::kPosted, call);
+  ws.wait_for_peers(ShmPhase::kPosted, call, ws.deadline());
   for (int q = 0; q < a.comm.size(); ++q) {
-    SmallSignature theirs;
+    ShmCallSignature theirs;
     std::memcpy(&theirs, ws.small_slot(q, call), sizeof theirs);
-    if (theirs == mine) continue;
-    ws.fail(std::make_exception_ptr(Mismatch(
-        {.rank = a.comm.rank(), .peer = q, .op = std::string(op_kind_name(a.op)), .seq = a.seq},
-        fmt::format("rank {} called allreduce #{} with {} elements of {} and op {}; this rank #{} with {} of {} and "
-                    "op {}", q, theirs.seq, theirs.count, dtype_name(static_cast<DType>(theirs.dtype)),
-                    reduce_op_name(static_cast<ReduceOp>(theirs.reduce_op)), mine.seq, mine.count,
-                    dtype_name(a.dtype), reduce_op_name(a.reduce_op)))));
+    ws.check_signature(q, theirs, mine);
   }
+  return call;
 }
 
 void small_allreduce(const CollectiveArgs& a, ShmWorkspace& ws) {
-  const std::uint64_t call = ws.begin_small(a.op, a.seq);
-  const SmallSignature mine{a.seq, a.count, static_cast<std::uint8_t>(a.dtype),
-                            static_cast<std::uint8_t>(a.reduce_op)};
-  std::byte* slot = ws.small_slot(a.comm.rank(), call);
-  std::memcpy(slot, &mine, sizeof mine);
-  std::memcpy(slot + ShmWorkspace::kSignatureBytes, a.send, a.bytes(a.count));
-  ws.publish(ShmPhase::kPosted, call);
-  ws.wait_for_peers(ShmPhase::kPosted, call, Deadline::from_env());
-  check_small_signatures(a, ws, call, mine);
+  const std::uint64_t call = post_call(a, ws, /*with_input=*/true);
   auto input = [&](int q) { return ws.small_slot(q, call) + ShmWorkspace::kSignatureBytes; };
   std::memcpy(a.recv, input(0), a.bytes(a.count));
   for (int q = 1; q < a.comm.size(); ++q) {
@@ -154,7 +143,7 @@ void allreduce_shm_direct(const CollectiveArgs& args) {
   args.comm.fabric().throw_if_poisoned();
   ShmWorkspace& ws = args.comm.attachment<ShmWorkspace>(args.comm, args.op, args.seq);
   if (args.bytes(args.count) <= ShmWorkspace::kSmallBytes) return small_allreduce(args, ws);
-  agree_on_call(args);
+  post_call(args, ws, /*with_input=*/false);
   DirectAllreduce(args, ws).run();
 }
 

@@ -7,6 +7,7 @@
 
 #include "braid/base/env.h"
 #include "braid/base/error.h"
+#include "braid/base/reduce_op.h"
 #include "braid/collectives/exchange.h"
 #include "braid/comm/work.h"
 #include "braid/transport/fabric.h"
@@ -81,6 +82,7 @@ bool ShmWorkspace::usable(const Communicator& comm) {
 ShmWorkspace::ShmWorkspace(Communicator& comm, OpKind op, std::int64_t seq)
     : fabric_(comm.fabric()), rank_(comm.rank()), size_(comm.size()), op_(op), seq_(seq),
       slice_bytes_(configured_slice_bytes(comm)),
+      timeout_(default_timeout_seconds()),
       quiet_key_{.comm_id = comm.id(), .channel = Channel::kCollective} {
   auto name_of = [&](int rank) { return fmt::format("/braid-{}-w{:x}-{}", comm.job_id(), comm.id(), rank); };
   segments_.resize(static_cast<std::size_t>(size_));
@@ -140,6 +142,17 @@ std::byte* ShmWorkspace::staging(int rank) const {
 }
 
 std::byte* ShmWorkspace::result(int rank) const { return staging(rank) + static_cast<std::size_t>(size_) * slice_bytes_; }
+
+void ShmWorkspace::check_signature(int peer, const ShmCallSignature& theirs, const ShmCallSignature& mine) const {
+  if (theirs == mine) return;
+  fabric_.fail(std::make_exception_ptr(Mismatch(
+      {.rank = rank_, .peer = peer, .op = std::string(op_kind_name(op_)), .seq = seq_},
+      fmt::format("rank {} called {} #{} with {} elements of {} and op {}; this rank {} #{} with {} of {} and op {}",
+                  peer, op_kind_name(static_cast<OpKind>(theirs.op)), theirs.seq, theirs.count,
+                  dtype_name(static_cast<DType>(theirs.dtype)), reduce_op_name(static_cast<ReduceOp>(theirs.reduce_op)),
+                  op_kind_name(static_cast<OpKind>(mine.op)), mine.seq, mine.count,
+                  dtype_name(static_cast<DType>(mine.dtype)), reduce_op_name(static_cast<ReduceOp>(mine.reduce_op))))));
+}
 
 void ShmWorkspace::unlink_once() {
   if (unlinked_) return;

@@ -34,7 +34,18 @@
 namespace braid {
 
 // Which progress counter of a rank's header.
-// kStaged/kReduced count rounds of the sliced path; kPosted counts calls of the small path.
+// What a rank posts at the start of a shared-memory collective, so that its peers can check
+// that every rank runs the same call before they read each other's data.
+struct ShmCallSignature {
+  std::int64_t seq;
+  std::int64_t count;
+  std::uint8_t op;
+  std::uint8_t dtype;
+  std::uint8_t reduce_op;
+  friend bool operator==(const ShmCallSignature&, const ShmCallSignature&) = default;
+};
+
+// kStaged/kReduced count rounds of the sliced path; kPosted counts calls (both paths).
 enum class ShmPhase : int { kStaged = 0, kReduced = 1, kPosted = 2 };
 
 class ShmWorkspace : public CommAttachment {
@@ -46,8 +57,9 @@ class ShmWorkspace : public CommAttachment {
   // (2026-11-29, 64 MiB): 4 ranks 2.2-2.3 GB/s busbw with 64-128 KiB slices, 1.4 with 512 KiB,
   // 1.1 with 4 MiB (cache footprint beats fewer context switches); 2 ranks flat from 32 KiB.
   std::size_t slice_bytes() const { return slice_bytes_; }
-  // Small messages skip slicing: every rank posts its whole input in one of two alternating
-  // slots (after a 64-byte signature of the call) and reduces all of them itself.
+  // Every call starts by posting a 64-byte signature in one of two alternating slots (which
+  // the peers compare before touching anything else); small messages follow it with their
+  // whole input, and every rank reduces all of them itself.
   static constexpr std::size_t kSmallBytes = 8 << 10;
   static constexpr std::size_t kSignatureBytes = 64;
 
@@ -56,7 +68,7 @@ class ShmWorkspace : public CommAttachment {
   ShmWorkspace(Communicator& comm, OpKind op, std::int64_t seq);
   ~ShmWorkspace() override;
 
-  // The small-path slot of `rank` for small call number `call`: signature, then data.
+  // The slot of `rank` for call number `call`: signature, then (small path) data.
   std::byte* small_slot(int rank, std::uint64_t call) const;
   std::byte* staging(int rank) const;  // n slices of slice_bytes()
   std::byte* result(int rank) const;   // one slice
@@ -70,12 +82,16 @@ class ShmWorkspace : public CommAttachment {
   }
   // Records that the collective ran `rounds` rounds.
   void end(std::uint64_t rounds) { round_ += rounds; }
-  // Starts a small-path call: returns its number (1, 2, ...; equal on every rank).
-  std::uint64_t begin_small(OpKind op, std::int64_t seq) {
+  // Starts a call: returns its number (1, 2, ...; equal on every rank), which picks its slot.
+  std::uint64_t begin_call(OpKind op, std::int64_t seq) {
     op_ = op;
     seq_ = seq;
-    return ++small_calls_;
+    return ++calls_;
   }
+  // Mismatch unless `theirs` (rank `peer`'s signature) equals `mine`.
+  void check_signature(int peer, const ShmCallSignature& theirs, const ShmCallSignature& mine) const;
+  // A deadline of BRAID_TIMEOUT from now (read once, at construction).
+  Deadline deadline() const { return Deadline::after(timeout_); }
   // Fails this rank's communication with `error` (every peer is told) and throws it.
   [[noreturn]] void fail(std::exception_ptr error) { fabric_.fail(std::move(error)); }
 
@@ -107,9 +123,10 @@ class ShmWorkspace : public CommAttachment {
   std::vector<int> world_ranks_;        // of the communicator's ranks, for liveness checks
   std::vector<shm::Segment> segments_;  // indexed by communicator rank; own included
   std::size_t slice_bytes_;
+  Seconds timeout_;
   MatchKey quiet_key_;  // this communicator's collective channel: silent while we wait here
   std::uint64_t round_ = 0;
-  std::uint64_t small_calls_ = 0;
+  std::uint64_t calls_ = 0;
   bool unlinked_ = false;
 };
 
