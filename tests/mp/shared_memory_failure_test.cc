@@ -1,6 +1,6 @@
-// Failure paths of allreduce algorithms that synchronise through shared memory or through
-// sub-communicators (shm_direct, hierarchical): a rank killed or frozen in the middle of a run
-// of allreduces ends every survivor's wait with a clear error naming it, never a hang, and
+// Failure paths of algorithms that synchronise through shared memory or through
+// sub-communicators (allreduce shm_direct and hierarchical, broadcast shm_direct): a rank
+// killed or frozen in the middle of a run of calls ends every survivor's wait with a clear error naming it, never a hang, and
 // leaves nothing in /dev/shm.
 #include <algorithm>
 #include <ostream>
@@ -17,14 +17,15 @@ struct Case {
   std::string algorithm;
   int ranks;
   int emulated_hosts;  // 0: one host
+  std::string op = "allreduce";
 };
 
 void PrintTo(const Case& c, std::ostream* os) {
-  *os << c.algorithm << " with " << c.ranks << " ranks on " << std::max(1, c.emulated_hosts) << " host(s)";
+  *os << c.op << " " << c.algorithm << " with " << c.ranks << " ranks on " << std::max(1, c.emulated_hosts) << " host(s)";
 }
 
 std::string case_name(const ::testing::TestParamInfo<Case>& info) {
-  return info.param.algorithm + "_" + std::to_string(info.param.ranks) + "ranks";
+  return info.param.op + "_" + info.param.algorithm + "_" + std::to_string(info.param.ranks) + "ranks";
 }
 
 class SharedMemoryFailureTest : public ::testing::TestWithParam<Case> {
@@ -34,7 +35,7 @@ class SharedMemoryFailureTest : public ::testing::TestWithParam<Case> {
     o.ranks = GetParam().ranks;
     o.program = test_program_path("braid-test-rank");
     o.args = {scenario};
-    o.env = {{"BRAID_TIMEOUT", timeout}, {"BRAID_TEST_ALGO", GetParam().algorithm}};
+    o.env = {{"BRAID_TIMEOUT", timeout}, {"BRAID_TEST_ALGO", GetParam().algorithm}, {"BRAID_TEST_OP", GetParam().op}};
     if (GetParam().emulated_hosts > 0) o.env["BRAID_TEST_EMULATED_HOSTS"] = std::to_string(GetParam().emulated_hosts);
     // Survivors ignore SIGTERM and must finish on their own within the grace period.
     o.braid_run_flags = {"--grace", grace};
@@ -75,7 +76,7 @@ TEST_P(SharedMemoryFailureTest, FrozenRankIsReportedAsTimeout) {
 
 INSTANTIATE_TEST_SUITE_P(Algorithms, SharedMemoryFailureTest,
                          ::testing::Values(Case{"shm_direct", 2, 0}, Case{"shm_direct", 3, 0},
-                                           Case{"hierarchical", 4, 2}),
+                                           Case{"hierarchical", 4, 2}, Case{"shm_direct", 3, 0, "broadcast"}),
                          case_name);
 
 }  // namespace

@@ -33,6 +33,8 @@ constexpr std::array kAlgorithms{
                    algorithms::reduce_scatter_recursive_halving_supports},
     AlgorithmEntry{OpKind::kBroadcast, "binomial", algorithms::broadcast_binomial},
     AlgorithmEntry{OpKind::kBroadcast, "chain", algorithms::broadcast_chain},
+    AlgorithmEntry{OpKind::kBroadcast, "shm_direct", algorithms::broadcast_shm_direct,
+                   algorithms::broadcast_shm_direct_supports},
     AlgorithmEntry{OpKind::kReduce, "binomial", algorithms::reduce_binomial},
     AlgorithmEntry{OpKind::kGather, "linear", algorithms::gather_linear},
     AlgorithmEntry{OpKind::kGather, "binomial", algorithms::gather_binomial},

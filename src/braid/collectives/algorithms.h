@@ -51,6 +51,8 @@ bool reduce_scatter_recursive_halving_supports(const CollectiveArgs& args);  // 
 // broadcast: count elements of recv (== send) from args.root to every rank.
 void broadcast_binomial(const CollectiveArgs& args);
 void broadcast_chain(const CollectiveArgs& args);
+void broadcast_shm_direct(const CollectiveArgs& args);
+bool broadcast_shm_direct_supports(const CollectiveArgs& args);  // every rank on one host, over shm
 
 // alltoall: count = elements per peer; send and recv hold n blocks, send block p goes to rank
 // p and rank p's block lands in recv block p. send and recv do not overlap. (alltoallv, with

@@ -105,30 +105,8 @@ class DirectAllreduce {
 
 }  // namespace
 
-// Posts this call's signature (and, for the small path, its whole input) in this rank's slot,
-// waits until every peer has posted, and checks that all signatures agree: ranks that called
-// with different counts, dtypes or ops raise Mismatch before reading each other's data.
-// (A peer inside a message-based collective is noticed while waiting: its message arrives.)
-std::uint64_t post_call(const CollectiveArgs& a, ShmWorkspace& ws, bool with_input) {
-  const std::uint64_t call = ws.begin_call(a.op, a.seq);
-  const ShmCallSignature mine{.seq = a.seq, .count = a.count, .op = static_cast<std::uint8_t>(a.op),
-                              .dtype = static_cast<std::uint8_t>(a.dtype),
-                              .reduce_op = static_cast<std::uint8_t>(a.reduce_op)};
-  std::byte* slot = ws.small_slot(a.comm.rank(), call);
-  std::memcpy(slot, &mine, sizeof mine);
-  if (with_input) std::memcpy(slot + ShmWorkspace::kSignatureBytes, a.send, a.bytes(a.count));
-  ws.publish(ShmPhase::kPosted, call);
-  ws.wait_for_peers(ShmPhase::kPosted, call, ws.deadline());
-  for (int q = 0; q < a.comm.size(); ++q) {
-    ShmCallSignature theirs;
-    std::memcpy(&theirs, ws.small_slot(q, call), sizeof theirs);
-    ws.check_signature(q, theirs, mine);
-  }
-  return call;
-}
-
 void small_allreduce(const CollectiveArgs& a, ShmWorkspace& ws) {
-  const std::uint64_t call = post_call(a, ws, /*with_input=*/true);
+  const std::uint64_t call = ws.post_call(a, a.send);
   auto input = [&](int q) { return ws.small_slot(q, call) + ShmWorkspace::kSignatureBytes; };
   std::memcpy(a.recv, input(0), a.bytes(a.count));
   for (int q = 1; q < a.comm.size(); ++q) {
@@ -143,7 +121,7 @@ void allreduce_shm_direct(const CollectiveArgs& args) {
   args.comm.fabric().throw_if_poisoned();
   ShmWorkspace& ws = args.comm.attachment<ShmWorkspace>(args.comm, args.op, args.seq);
   if (args.bytes(args.count) <= ShmWorkspace::kSmallBytes) return small_allreduce(args, ws);
-  post_call(args, ws, /*with_input=*/false);
+  ws.post_call(args, nullptr);
   DirectAllreduce(args, ws).run();
 }
 

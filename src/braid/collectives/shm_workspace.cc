@@ -6,6 +6,8 @@
 #include <fmt/format.h>
 
 #include "braid/base/env.h"
+#include <cstring>
+
 #include "braid/base/error.h"
 #include "braid/base/reduce_op.h"
 #include "braid/collectives/exchange.h"
@@ -32,8 +34,8 @@ struct Geometry {
 
 const char* phase_name(ShmPhase phase) {
   switch (phase) {
-    case ShmPhase::kStaged: return "stage its slice";
-    case ShmPhase::kReduced: return "reduce its slice";
+    case ShmPhase::kStaged: return "publish its data of the round";
+    case ShmPhase::kReduced: return "finish the round";
     case ShmPhase::kPosted: return "post its input";
   }
   return "progress";
@@ -112,14 +114,14 @@ ShmWorkspace::ShmWorkspace(Communicator& comm, OpKind op, std::int64_t seq)
     const Geometry& g = theirs[static_cast<std::size_t>(peer)];
     if (g.ranks != mine.ranks || g.slice_bytes != mine.slice_bytes) {
       fabric_.fail(std::make_exception_ptr(Mismatch(
-          {.rank = rank_, .peer = peer, .op = std::string(op_kind_name(op)), .seq = seq},
+          {.rank = world_rank(rank_), .peer = world_rank(peer), .op = std::string(op_kind_name(op)), .seq = seq},
           fmt::format("shared-memory workspace geometry differs: peer has {} ranks x {} bytes, this rank {} x {} "
                       "(is BRAID_SHM_SLICE_BYTES the same on every rank?)", g.ranks, g.slice_bytes, mine.ranks, mine.slice_bytes))));
     }
     shm::Segment& s = segments_[static_cast<std::size_t>(peer)] = shm::Segment::open(name_of(peer));
     const Header* ph = header(peer);
     if (s.size() != segment_bytes(size_, slice_bytes_) || ph->magic != kWorkspaceMagic || ph->version != kWorkspaceVersion) {
-      fabric_.fail(std::make_exception_ptr(Corrupt({.rank = rank_, .peer = peer, .op = "shm.workspace"},
+      fabric_.fail(std::make_exception_ptr(Corrupt({.rank = world_rank(rank_), .peer = world_rank(peer), .op = "shm.workspace"},
                                                    "peer's shared-memory workspace has a bad size, magic or version")));
     }
   }
@@ -143,15 +145,39 @@ std::byte* ShmWorkspace::staging(int rank) const {
 
 std::byte* ShmWorkspace::result(int rank) const { return staging(rank) + static_cast<std::size_t>(size_) * slice_bytes_; }
 
+std::uint64_t ShmWorkspace::post_call(const CollectiveArgs& a, const std::byte* small_input) {
+  const std::uint64_t call = begin_call(a.op, a.seq);
+  const ShmCallSignature mine{.seq = a.seq, .count = a.count, .op = static_cast<std::uint8_t>(a.op),
+                              .dtype = static_cast<std::uint8_t>(a.dtype),
+                              .reduce_op = static_cast<std::uint8_t>(a.reduce_op), .root = a.root};
+  std::byte* slot = small_slot(rank_, call);
+  std::memcpy(slot, &mine, sizeof mine);
+  if (small_input != nullptr) std::memcpy(slot + kSignatureBytes, small_input, a.bytes(a.count));
+  publish(ShmPhase::kPosted, call);
+  wait_for_peers(ShmPhase::kPosted, call, deadline());
+  for (int q = 0; q < size_; ++q) {
+    ShmCallSignature theirs;
+    std::memcpy(&theirs, small_slot(q, call), sizeof theirs);
+    check_signature(q, theirs, mine);
+  }
+  return call;
+}
+
+ErrorContext ShmWorkspace::context(int peer) const {
+  return {.rank = world_rank(rank_), .peer = peer < 0 ? -1 : world_rank(peer), .op = std::string(op_kind_name(op_)),
+          .seq = seq_};
+}
+
 void ShmWorkspace::check_signature(int peer, const ShmCallSignature& theirs, const ShmCallSignature& mine) const {
   if (theirs == mine) return;
   fabric_.fail(std::make_exception_ptr(Mismatch(
-      {.rank = rank_, .peer = peer, .op = std::string(op_kind_name(op_)), .seq = seq_},
-      fmt::format("rank {} called {} #{} with {} elements of {} and op {}; this rank {} #{} with {} of {} and op {}",
-                  peer, op_kind_name(static_cast<OpKind>(theirs.op)), theirs.seq, theirs.count,
+      context(peer),
+      fmt::format("rank {} called {} #{} with {} elements of {}, op {} and root {}; this rank {} #{} with {} of "
+                  "{}, op {} and root {}", world_rank(peer), op_kind_name(static_cast<OpKind>(theirs.op)), theirs.seq, theirs.count,
                   dtype_name(static_cast<DType>(theirs.dtype)), reduce_op_name(static_cast<ReduceOp>(theirs.reduce_op)),
-                  op_kind_name(static_cast<OpKind>(mine.op)), mine.seq, mine.count,
-                  dtype_name(static_cast<DType>(mine.dtype)), reduce_op_name(static_cast<ReduceOp>(mine.reduce_op))))));
+                  theirs.root, op_kind_name(static_cast<OpKind>(mine.op)), mine.seq, mine.count,
+                  dtype_name(static_cast<DType>(mine.dtype)), reduce_op_name(static_cast<ReduceOp>(mine.reduce_op)),
+                  mine.root))));
 }
 
 void ShmWorkspace::unlink_once() {
@@ -213,7 +239,7 @@ void ShmWorkspace::wait_for_peers(ShmPhase phase, std::uint64_t round, const Dea
   while (!peers_reached(phase, round)) {
     // A lost peer, or an error another rank reported, ends the wait; so does a message of this
     // collective (or an earlier one) from a peer, which means it runs another operation.
-    const ErrorContext ctx{.rank = rank_, .op = std::string(op_kind_name(op_)), .seq = seq_};
+    const ErrorContext ctx = context(-1);
     if (auto stray = fabric_.check_health(world_ranks_, ctx, quiet_key_)) {
       if (stray->envelope.seq <= seq_ && !peers_reached(phase, round)) fail_on_stray_message(*stray);
     }
@@ -224,7 +250,7 @@ void ShmWorkspace::wait_for_peers(ShmPhase phase, std::uint64_t round, const Dea
 
 void ShmWorkspace::fail_on_stray_message(const Fabric::Unexpected& stray) {
   fabric_.fail(std::make_exception_ptr(Mismatch(
-      {.rank = rank_, .peer = stray.peer, .op = std::string(op_kind_name(op_)), .seq = seq_},
+      {.rank = world_rank(rank_), .peer = stray.peer, .op = std::string(op_kind_name(op_)), .seq = seq_},
       fmt::format("rank {} sent a message of {} while this rank runs {} #{} through shared memory: the ranks called "
                   "different collectives", stray.peer, describe(stray.envelope), op_kind_name(op_), seq_))));
 }
@@ -235,10 +261,10 @@ void ShmWorkspace::throw_timeout(ShmPhase phase, std::uint64_t round, double wai
     if (peer != rank_ && header(peer)->progress[static_cast<int>(phase)].load() < round) late = peer;
   }
   fabric_.fail(std::make_exception_ptr(Timeout(
-      {.rank = rank_, .peer = late, .op = std::string(op_kind_name(op_)), .seq = seq_},
+      context(late),
       fmt::format("timed out after {:.1f} s waiting in shared memory for rank {} to {}; the peer may be "
                   "stuck, or the ranks called different operations (BRAID_TIMEOUT sets the limit)",
-                  waited, late, phase_name(phase)))));
+                  waited, world_rank(late), phase_name(phase)))));
 }
 
 }  // namespace braid

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "braid/base/clock.h"
+#include "braid/collectives/collective_args.h"
 #include "braid/comm/communicator.h"
 #include "braid/transport/envelope.h"
 #include "braid/transport/fabric.h"
@@ -42,6 +43,7 @@ struct ShmCallSignature {
   std::uint8_t op;
   std::uint8_t dtype;
   std::uint8_t reduce_op;
+  std::int32_t root;
   friend bool operator==(const ShmCallSignature&, const ShmCallSignature&) = default;
 };
 
@@ -88,6 +90,12 @@ class ShmWorkspace : public CommAttachment {
     seq_ = seq;
     return ++calls_;
   }
+  // Starts a call: posts its signature (and `small_input`, args.bytes(count) of it, if not
+  // null) in this rank's slot, waits until every peer has posted, and checks that all
+  // signatures agree, so ranks that called with different counts, dtypes, ops or roots raise
+  // Mismatch before reading each other's data. (A peer inside a message-based collective is
+  // noticed while waiting: its message arrives.) Returns the call number (see small_slot).
+  std::uint64_t post_call(const CollectiveArgs& args, const std::byte* small_input);
   // Mismatch unless `theirs` (rank `peer`'s signature) equals `mine`.
   void check_signature(int peer, const ShmCallSignature& theirs, const ShmCallSignature& mine) const;
   // A deadline of BRAID_TIMEOUT from now (read once, at construction).
@@ -112,6 +120,9 @@ class ShmWorkspace : public CommAttachment {
   Header* header(int rank) const;
   bool peers_reached(ShmPhase phase, std::uint64_t round) const;
   void sleep_until_published(ShmPhase phase, std::uint64_t round, Seconds max_wait);
+  // Errors name world ranks (as the transports' do), also on sub-communicators.
+  int world_rank(int rank) const { return world_ranks_[static_cast<std::size_t>(rank)]; }
+  ErrorContext context(int peer) const;  // peer: a communicator rank, or -1
   [[noreturn]] void fail_on_stray_message(const Fabric::Unexpected& stray);
   [[noreturn]] void throw_timeout(ShmPhase phase, std::uint64_t round, double waited);
 

@@ -1,8 +1,8 @@
 // Failure paths of the collectives that wait on shared memory rather than on messages
 // (allreduce shm_direct): a peer killed, or frozen, in the middle of a run of allreduces must
 // end every survivor's wait with braid::PeerLost / braid::Timeout naming it, never a hang.
-// The algorithm is BRAID_TEST_ALGO (default shm_direct), so other algorithms can be checked
-// the same way.
+// The operation is BRAID_TEST_OP (allreduce, the default, or broadcast) and the algorithm
+// BRAID_TEST_ALGO (default shm_direct), so other algorithms can be checked the same way.
 #include <signal.h>
 #include <unistd.h>
 
@@ -26,7 +26,12 @@ std::string algorithm_under_test() {
   return algo != nullptr ? algo : "shm_direct";
 }
 
-// Runs allreduces until an error ends them; reports it as `tag` when it is an E.
+bool broadcast_under_test() {
+  const char* op = std::getenv("BRAID_TEST_OP");
+  return op != nullptr && std::string(op) == "broadcast";
+}
+
+// Runs the operation under test until an error ends it; reports it as `tag` when it is an E.
 template <class E>
 int allreduce_until_error(Communicator& comm, const char* tag) {
   std::vector<float> send(kCount, 1.0f), recv(kCount);
@@ -35,7 +40,11 @@ int allreduce_until_error(Communicator& comm, const char* tag) {
   try {
     for (int i = 0; i < 100000; ++i) {
       start = std::chrono::steady_clock::now();
-      allreduce(comm, send.data(), recv.data(), kCount, DType::kF32, ReduceOp::kSum, options);
+      if (broadcast_under_test()) {
+        broadcast(comm, send.data(), kCount, DType::kF32, /*root=*/0, options);
+      } else {
+        allreduce(comm, send.data(), recv.data(), kCount, DType::kF32, ReduceOp::kSum, options);
+      }
     }
   } catch (const E& e) {
     RANK_SAY("%s rank %d after %.3f s: %s", tag, comm.rank(), seconds_since(start), e.what());
