@@ -39,4 +39,12 @@ void streaming_copy(void* dst_ptr, const void* src_ptr, std::size_t bytes) {
 }
 #endif
 
+namespace {
+void plain_copy(void* dst, const void* src, std::size_t bytes) { std::memcpy(dst, src, bytes); }
+}  // namespace
+
+CopyFunction copy_for_output(std::size_t output_bytes) {
+  return output_bytes >= (std::size_t{4} << 20) ? streaming_copy : plain_copy;
+}
+
 }  // namespace braid

@@ -14,4 +14,10 @@ namespace braid {
 // order with later stores (e.g. a flag published to another process).
 void streaming_copy(void* dst, const void* src, std::size_t bytes);
 
+// The copy for writing a collective's output of `output_bytes` in pieces: streaming_copy from
+// 4 MiB (outputs that large will not stay in the 8 MiB L3 of the machines braid was measured
+// on; docs/performance.md), memcpy below.
+using CopyFunction = void (*)(void* dst, const void* src, std::size_t bytes);
+CopyFunction copy_for_output(std::size_t output_bytes);
+
 }  // namespace braid

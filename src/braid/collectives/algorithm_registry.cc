@@ -28,6 +28,8 @@ constexpr std::array kAlgorithms{
     AlgorithmEntry{OpKind::kAllgather, "recursive_doubling", algorithms::allgather_recursive_doubling,
                    algorithms::allgather_recursive_doubling_supports},
     AlgorithmEntry{OpKind::kAllgather, "bruck", algorithms::allgather_bruck},
+    AlgorithmEntry{OpKind::kAllgather, "shm_direct", algorithms::allgather_shm_direct,
+                   algorithms::allgather_shm_direct_supports},
     AlgorithmEntry{OpKind::kReduceScatter, "ring", algorithms::reduce_scatter_ring},
     AlgorithmEntry{OpKind::kReduceScatter, "recursive_halving", algorithms::reduce_scatter_recursive_halving,
                    algorithms::reduce_scatter_recursive_halving_supports},

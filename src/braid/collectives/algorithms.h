@@ -41,6 +41,8 @@ void allgather_ring(const CollectiveArgs& args);
 void allgather_recursive_doubling(const CollectiveArgs& args);
 bool allgather_recursive_doubling_supports(const CollectiveArgs& args);  // n a power of two
 void allgather_bruck(const CollectiveArgs& args);
+void allgather_shm_direct(const CollectiveArgs& args);
+bool allgather_shm_direct_supports(const CollectiveArgs& args);  // every rank on one host, over shm
 
 // reduce_scatter: count = elements per rank's result; send holds n blocks (read only, may
 // equal recv); recv = block `rank` reduced over ranks (avg not yet divided).

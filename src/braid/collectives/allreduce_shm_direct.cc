@@ -36,19 +36,12 @@ namespace braid::algorithms {
 
 namespace {
 
-// Outputs at least this large will not stay in the caches (the development VM has 8 MiB of
-// L3 for both cores): write them with non-temporal stores, saving the read-for-ownership of
-// every output line (measured on 2 ranks at 64 MiB: see docs/performance.md).
-constexpr std::size_t kStreamingBytes = 4 << 20;
-
-void copy(void* dst, const void* src, std::size_t bytes) { std::memcpy(dst, src, bytes); }
-
 class DirectAllreduce {
  public:
   DirectAllreduce(const CollectiveArgs& a, ShmWorkspace& ws)
       : a_(a), ws_(ws), n_(a.comm.size()), r_(a.comm.rank()), elem_(a.elem()),
         round_elems_(static_cast<std::int64_t>(ws.slice_bytes() / elem_) * n_),
-        write_out_(a.bytes(a.count) >= kStreamingBytes ? streaming_copy : copy) {}
+        write_out_(copy_for_output(a.bytes(a.count))) {}
 
   void run() {
     const std::int64_t rounds = (a_.count + round_elems_ - 1) / round_elems_;
@@ -100,7 +93,7 @@ class DirectAllreduce {
   const int n_, r_;
   const std::size_t elem_;
   const std::int64_t round_elems_;
-  void (*const write_out_)(void*, const void*, std::size_t);
+  const CopyFunction write_out_;  // non-temporal stores for outputs larger than the caches
 };
 
 }  // namespace

@@ -31,7 +31,7 @@ void broadcast_rounds(const CollectiveArgs& a, ShmWorkspace& ws) {
   const std::int64_t rounds = (a.count + chunk - 1) / chunk;
   const std::uint64_t base = ws.begin(a.op, a.seq);
   const Deadline deadline = ws.deadline();
-  const bool streaming = a.bytes(a.count) >= (4u << 20);  // the output will not stay in the caches
+  const CopyFunction copy_out = copy_for_output(a.bytes(a.count));
   std::uint64_t g = base;
   for (std::int64_t k = 0; k < rounds; ++k) {
     g = base + static_cast<std::uint64_t>(k) + 1;
@@ -46,11 +46,7 @@ void broadcast_rounds(const CollectiveArgs& a, ShmWorkspace& ws) {
     } else {
       ws.publish(ShmPhase::kStaged, g);  // nothing to stage: keeps every counter in step
       ws.wait_for_peers(ShmPhase::kStaged, g, deadline);
-      if (streaming) {
-        streaming_copy(data, slot, a.bytes(m));
-      } else {
-        std::memcpy(data, slot, a.bytes(m));
-      }
+      copy_out(data, slot, a.bytes(m));
       ws.publish(ShmPhase::kReduced, g);
     }
     if (k == 0) ws.unlink_once();
