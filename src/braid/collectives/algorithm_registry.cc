@@ -43,6 +43,8 @@ constexpr std::array kAlgorithms{
     AlgorithmEntry{OpKind::kScatter, "linear", algorithms::scatter_linear},
     AlgorithmEntry{OpKind::kScatter, "binomial", algorithms::scatter_binomial},
     AlgorithmEntry{OpKind::kAlltoall, "pairwise", algorithms::alltoall_pairwise},
+    AlgorithmEntry{OpKind::kAlltoall, "shm_direct", algorithms::alltoall_shm_direct,
+                   algorithms::alltoall_shm_direct_supports},
 };
 
 }  // namespace

@@ -60,5 +60,7 @@ bool broadcast_shm_direct_supports(const CollectiveArgs& args);  // every rank o
 // p and rank p's block lands in recv block p. send and recv do not overlap. (alltoallv, with
 // per-peer counts, is declared in alltoallv_args.h.)
 void alltoall_pairwise(const CollectiveArgs& args);
+void alltoall_shm_direct(const CollectiveArgs& args);
+bool alltoall_shm_direct_supports(const CollectiveArgs& args);  // every rank on one host, over shm
 
 }  // namespace braid::algorithms

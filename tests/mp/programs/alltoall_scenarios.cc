@@ -11,6 +11,7 @@
 
 #include "braid/base/element_value.h"
 #include "braid/base/error.h"
+#include "braid/collectives/algorithm_registry.h"
 #include "braid/collectives/collectives.h"
 #include "scenario.h"
 
@@ -22,7 +23,8 @@ using Bytes = std::vector<std::byte>;
 using Counts = std::vector<std::int64_t>;
 constexpr std::byte kGarbage{0xEE};
 constexpr DType kDTypes[] = {DType::kF32, DType::kI64, DType::kU8, DType::kBF16};
-constexpr std::int64_t kCounts[] = {0, 1, 3, 1000};
+// 40000 elements take several rounds of the shared-memory algorithm (64 KiB per peer per round).
+constexpr std::int64_t kCounts[] = {0, 1, 3, 1000, 40000};
 
 double value(int src, int dst, std::int64_t j) { return static_cast<double>((src * 7 + dst * 3 + j) % 50 + 1); }
 
@@ -60,9 +62,13 @@ class AlltoallChecker {
   int cases() const { return cases_; }
 
  private:
-  void alltoall_case(DType dtype, std::int64_t count, bool in_place);
+  void alltoall_case(const AlgorithmEntry& algorithm, DType dtype, std::int64_t count, bool in_place);
   void alltoallv_case(DType dtype, std::int64_t base);
   void argument_checks();
+  CollectiveArgs probe_args() {
+    return {.comm = comm_, .op = OpKind::kAlltoall, .seq = 0, .send = nullptr, .recv = nullptr, .count = 1,
+            .dtype = DType::kF32};
+  }
   void compare(const std::string& what, const Bytes& got, const Bytes& want);
 
   Communicator& comm_;
@@ -80,7 +86,7 @@ void AlltoallChecker::compare(const std::string& what, const Bytes& got, const B
   }
 }
 
-void AlltoallChecker::alltoall_case(DType dtype, std::int64_t count, bool in_place) {
+void AlltoallChecker::alltoall_case(const AlgorithmEntry& algorithm, DType dtype, std::int64_t count, bool in_place) {
   const int n = comm_.size(), r = comm_.rank();
   const std::size_t total = static_cast<std::size_t>(count * n) * dtype_size(dtype);
   Bytes send(total, kGarbage), want(total, kGarbage);
@@ -90,8 +96,9 @@ void AlltoallChecker::alltoall_case(DType dtype, std::int64_t count, bool in_pla
   }
   Bytes recv = in_place ? send : Bytes(total, kGarbage);
   const Bytes original = send;
-  alltoall(comm_, in_place ? recv.data() : send.data(), recv.data(), count, dtype);
-  std::string what = "alltoall " + std::string(dtype_name(dtype)) + " count=" + std::to_string(count) +
+  alltoall(comm_, in_place ? recv.data() : send.data(), recv.data(), count, dtype,
+           {.algorithm = std::string(algorithm.name)});
+  std::string what = "alltoall/" + std::string(algorithm.name) + " " + std::string(dtype_name(dtype)) + " count=" + std::to_string(count) +
                      (in_place ? " in-place" : " out-of-place");
   compare(what, recv, want);
   if (!in_place) compare(what + " (send buffer modified)", send, original);
@@ -149,7 +156,10 @@ void AlltoallChecker::run_all() {
   argument_checks();
   for (DType dtype : kDTypes) {
     for (std::int64_t count : kCounts) {
-      for (bool in_place : {false, true}) alltoall_case(dtype, count, in_place);
+      for (const AlgorithmEntry* algorithm : algorithms_for(OpKind::kAlltoall)) {
+        if (algorithm->supports != nullptr && !algorithm->supports(probe_args())) continue;
+        for (bool in_place : {false, true}) alltoall_case(*algorithm, dtype, count, in_place);
+      }
       alltoallv_case(dtype, count);
     }
   }

@@ -1,0 +1,57 @@
+// Shared-memory direct alltoall, for communicators whose ranks all share one host: in rounds,
+// every rank copies the next chunk of each of its outgoing blocks into its workspace once, and
+// every rank copies the chunk addressed to it out of each peer's workspace once — instead of
+// sending each block through the shm transport's rings (a copy in and a copy out per byte,
+// with a ring's flow control). The staging area (shm_workspace.h) is split into two halves
+// that alternate by round, each holding one sub-chunk per destination rank; a half is refilled
+// only after every peer has read the round that last used it, and at the end every rank waits
+// until its peers have read its last round, so the next collective finds the workspace free.
+#include <algorithm>
+#include <cstring>
+
+#include "braid/base/streaming_copy.h"
+#include "braid/collectives/algorithms.h"
+#include "braid/collectives/exchange.h"
+#include "braid/collectives/shm_workspace.h"
+
+namespace braid::algorithms {
+
+bool alltoall_shm_direct_supports(const CollectiveArgs& args) { return ShmWorkspace::usable(args.comm); }
+
+void alltoall_shm_direct(const CollectiveArgs& a) {
+  a.comm.fabric().throw_if_poisoned();
+  ShmWorkspace& ws = a.comm.attachment<ShmWorkspace>(a.comm, a.op, a.seq);
+  ws.post_call(a, nullptr);
+  const int n = a.comm.size(), r = a.comm.rank();
+  // One sub-chunk per destination in each half of the staging area (n slices in all).
+  const std::size_t sub = (ws.slice_bytes() / 2) / a.elem() * a.elem();
+  const std::int64_t chunk = static_cast<std::int64_t>(sub / a.elem());
+  const std::int64_t rounds = (a.count + chunk - 1) / chunk;
+  const std::uint64_t base = ws.begin(a.op, a.seq);
+  const Deadline deadline = ws.deadline();
+  const CopyFunction copy_out = copy_for_output(a.bytes(a.count) * static_cast<std::size_t>(n));
+  std::memcpy(block_at(a, a.recv, r), block_at(a, a.send, r), a.bytes(a.count));  // own block
+  std::uint64_t g = base;
+  for (std::int64_t k = 0; k < rounds; ++k) {
+    g = base + static_cast<std::uint64_t>(k) + 1;
+    const std::int64_t first = k * chunk, m = std::min(chunk, a.count - first);
+    auto staged = [&](int owner, int destination) {
+      return ws.staging(owner) + (g % 2) * static_cast<std::size_t>(n) * sub + static_cast<std::size_t>(destination) * sub;
+    };
+    if (g >= base + 3) ws.wait_for_peers(ShmPhase::kReduced, g - 2, deadline);
+    for (int q = 0; q < n; ++q) {
+      if (q != r) std::memcpy(staged(r, q), block_at(a, a.send, q) + a.bytes(first), a.bytes(m));
+    }
+    ws.publish(ShmPhase::kStaged, g);
+    ws.wait_for_peers(ShmPhase::kStaged, g, deadline);
+    for (int q = 0; q < n; ++q) {
+      if (q != r) copy_out(block_at(a, a.recv, q) + a.bytes(first), staged(q, r), a.bytes(m));
+    }
+    ws.publish(ShmPhase::kReduced, g);
+    if (k == 0) ws.unlink_once();
+  }
+  ws.wait_for_peers(ShmPhase::kReduced, g, deadline);
+  ws.end(static_cast<std::uint64_t>(rounds));
+}
+
+}  // namespace braid::algorithms
