@@ -1,5 +1,6 @@
 // Failure paths of algorithms that synchronise through shared memory or through
-// sub-communicators (allreduce shm_direct and hierarchical, broadcast shm_direct): a rank
+// sub-communicators (allreduce shm_direct and hierarchical; broadcast, allgather and alltoall
+// shm_direct): a rank
 // killed or frozen in the middle of a run of calls ends every survivor's wait with a clear error naming it, never a hang, and
 // leaves nothing in /dev/shm.
 #include <algorithm>
@@ -76,7 +77,8 @@ TEST_P(SharedMemoryFailureTest, FrozenRankIsReportedAsTimeout) {
 
 INSTANTIATE_TEST_SUITE_P(Algorithms, SharedMemoryFailureTest,
                          ::testing::Values(Case{"shm_direct", 2, 0}, Case{"shm_direct", 3, 0},
-                                           Case{"hierarchical", 4, 2}, Case{"shm_direct", 3, 0, "broadcast"}),
+                                           Case{"hierarchical", 4, 2}, Case{"shm_direct", 3, 0, "broadcast"},
+                                           Case{"shm_direct", 3, 0, "allgather"}, Case{"shm_direct", 3, 0, "alltoall"}),
                          case_name);
 
 }  // namespace

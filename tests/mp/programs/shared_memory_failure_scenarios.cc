@@ -1,8 +1,9 @@
-// Failure paths of the collectives that wait on shared memory rather than on messages
-// (allreduce shm_direct): a peer killed, or frozen, in the middle of a run of allreduces must
-// end every survivor's wait with braid::PeerLost / braid::Timeout naming it, never a hang.
-// The operation is BRAID_TEST_OP (allreduce, the default, or broadcast) and the algorithm
-// BRAID_TEST_ALGO (default shm_direct), so other algorithms can be checked the same way.
+// Failure paths of the collectives that wait on shared memory rather than on messages (the
+// shm_direct algorithms, and hierarchical allreduce through them): a peer killed, or frozen,
+// in the middle of a run of calls must end every survivor's wait with braid::PeerLost /
+// braid::Timeout naming it, never a hang. The operation is BRAID_TEST_OP (allreduce, the
+// default, broadcast, allgather or alltoall) and the algorithm BRAID_TEST_ALGO (default
+// shm_direct), so other algorithms can be checked the same way.
 #include <signal.h>
 #include <unistd.h>
 
@@ -26,9 +27,25 @@ std::string algorithm_under_test() {
   return algo != nullptr ? algo : "shm_direct";
 }
 
-bool broadcast_under_test() {
+std::string operation_under_test() {
   const char* op = std::getenv("BRAID_TEST_OP");
-  return op != nullptr && std::string(op) == "broadcast";
+  return op != nullptr ? op : "allreduce";
+}
+
+// One call of the operation under test on kCount elements per rank (allgather and alltoall:
+// kCount / n per block, so every operation moves about the same bytes).
+void call_operation(Communicator& comm, const std::string& op, std::vector<float>& send, std::vector<float>& recv,
+                    const CollectiveOptions& options) {
+  const std::int64_t block = kCount / comm.size();
+  if (op == "broadcast") {
+    broadcast(comm, send.data(), kCount, DType::kF32, /*root=*/0, options);
+  } else if (op == "allgather") {
+    allgather(comm, send.data(), recv.data(), block, DType::kF32, options);
+  } else if (op == "alltoall") {
+    alltoall(comm, send.data(), recv.data(), block, DType::kF32, options);
+  } else {
+    allreduce(comm, send.data(), recv.data(), kCount, DType::kF32, ReduceOp::kSum, options);
+  }
 }
 
 // Runs the operation under test until an error ends it; reports it as `tag` when it is an E.
@@ -36,15 +53,12 @@ template <class E>
 int allreduce_until_error(Communicator& comm, const char* tag) {
   std::vector<float> send(kCount, 1.0f), recv(kCount);
   const CollectiveOptions options{.algorithm = algorithm_under_test()};
+  const std::string op = operation_under_test();
   auto start = std::chrono::steady_clock::now();
   try {
     for (int i = 0; i < 100000; ++i) {
       start = std::chrono::steady_clock::now();
-      if (broadcast_under_test()) {
-        broadcast(comm, send.data(), kCount, DType::kF32, /*root=*/0, options);
-      } else {
-        allreduce(comm, send.data(), recv.data(), kCount, DType::kF32, ReduceOp::kSum, options);
-      }
+      call_operation(comm, op, send, recv, options);
     }
   } catch (const E& e) {
     RANK_SAY("%s rank %d after %.3f s: %s", tag, comm.rank(), seconds_since(start), e.what());
