@@ -30,27 +30,17 @@ void allgather_shm_direct(const CollectiveArgs& a) {
   const std::size_t half = (static_cast<std::size_t>(n) * ws.slice_bytes() / 2) / a.elem() * a.elem();
   const std::int64_t chunk = static_cast<std::int64_t>(half / a.elem());
   const std::int64_t rounds = (a.count + chunk - 1) / chunk;
-  const std::uint64_t base = ws.begin(a.op, a.seq);
-  const Deadline deadline = ws.deadline();
+  ws.begin(a.op, a.seq);
   const CopyFunction copy_out = copy_for_output(a.bytes(a.count) * static_cast<std::size_t>(n));
-  std::uint64_t g = base;
-  for (std::int64_t k = 0; k < rounds; ++k) {
-    g = base + static_cast<std::uint64_t>(k) + 1;
-    const std::int64_t first = k * chunk, m = std::min(chunk, a.count - first);
-    const std::size_t at = (g % 2) * half;
-    auto block = [&](int q) { return a.recv + a.bytes(static_cast<std::int64_t>(q) * a.count + first); };
-    if (g >= base + 3) ws.wait_for_peers(ShmPhase::kReduced, g - 2, deadline);
-    std::memcpy(ws.staging(r) + at, block(r), a.bytes(m));
-    ws.publish(ShmPhase::kStaged, g);
-    ws.wait_for_peers(ShmPhase::kStaged, g, deadline);
-    for (int q = 0; q < n; ++q) {
-      if (q != r) copy_out(block(q), ws.staging(q) + at, a.bytes(m));
-    }
-    ws.publish(ShmPhase::kReduced, g);
-    if (k == 0) ws.unlink_once();
-  }
-  ws.wait_for_peers(ShmPhase::kReduced, g, deadline);
-  ws.end(static_cast<std::uint64_t>(rounds));
+  auto piece = [&](std::int64_t k) { return std::min(chunk, a.count - k * chunk); };
+  auto block = [&](int q, std::int64_t k) { return a.recv + a.bytes(static_cast<std::int64_t>(q) * a.count + k * chunk); };
+  ws.exchange_rounds(
+      rounds, half, [&](std::int64_t k, std::size_t at) { std::memcpy(ws.staging(r) + at, block(r, k), a.bytes(piece(k))); },
+      [&](std::int64_t k, std::size_t at) {
+        for (int q = 0; q < n; ++q) {
+          if (q != r) copy_out(block(q, k), ws.staging(q) + at, a.bytes(piece(k)));
+        }
+      });
 }
 
 }  // namespace braid::algorithms

@@ -27,31 +27,25 @@ void alltoall_shm_direct(const CollectiveArgs& a) {
   const std::size_t sub = (ws.slice_bytes() / 2) / a.elem() * a.elem();
   const std::int64_t chunk = static_cast<std::int64_t>(sub / a.elem());
   const std::int64_t rounds = (a.count + chunk - 1) / chunk;
-  const std::uint64_t base = ws.begin(a.op, a.seq);
-  const Deadline deadline = ws.deadline();
+  ws.begin(a.op, a.seq);
   const CopyFunction copy_out = copy_for_output(a.bytes(a.count) * static_cast<std::size_t>(n));
   std::memcpy(block_at(a, a.recv, r), block_at(a, a.send, r), a.bytes(a.count));  // own block
-  std::uint64_t g = base;
-  for (std::int64_t k = 0; k < rounds; ++k) {
-    g = base + static_cast<std::uint64_t>(k) + 1;
-    const std::int64_t first = k * chunk, m = std::min(chunk, a.count - first);
-    auto staged = [&](int owner, int destination) {
-      return ws.staging(owner) + (g % 2) * static_cast<std::size_t>(n) * sub + static_cast<std::size_t>(destination) * sub;
-    };
-    if (g >= base + 3) ws.wait_for_peers(ShmPhase::kReduced, g - 2, deadline);
-    for (int q = 0; q < n; ++q) {
-      if (q != r) std::memcpy(staged(r, q), block_at(a, a.send, q) + a.bytes(first), a.bytes(m));
-    }
-    ws.publish(ShmPhase::kStaged, g);
-    ws.wait_for_peers(ShmPhase::kStaged, g, deadline);
-    for (int q = 0; q < n; ++q) {
-      if (q != r) copy_out(block_at(a, a.recv, q) + a.bytes(first), staged(q, r), a.bytes(m));
-    }
-    ws.publish(ShmPhase::kReduced, g);
-    if (k == 0) ws.unlink_once();
-  }
-  ws.wait_for_peers(ShmPhase::kReduced, g, deadline);
-  ws.end(static_cast<std::uint64_t>(rounds));
+  auto piece = [&](std::int64_t k) { return std::min(chunk, a.count - k * chunk); };
+  auto staged = [&](int owner, int destination, std::size_t at) {
+    return ws.staging(owner) + at + static_cast<std::size_t>(destination) * sub;
+  };
+  ws.exchange_rounds(
+      rounds, static_cast<std::size_t>(n) * sub,
+      [&](std::int64_t k, std::size_t at) {
+        for (int q = 0; q < n; ++q) {
+          if (q != r) std::memcpy(staged(r, q, at), block_at(a, a.send, q) + a.bytes(k * chunk), a.bytes(piece(k)));
+        }
+      },
+      [&](std::int64_t k, std::size_t at) {
+        for (int q = 0; q < n; ++q) {
+          if (q != r) copy_out(block_at(a, a.recv, q) + a.bytes(k * chunk), staged(q, r, at), a.bytes(piece(k)));
+        }
+      });
 }
 
 }  // namespace braid::algorithms

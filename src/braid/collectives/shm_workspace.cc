@@ -180,6 +180,26 @@ void ShmWorkspace::check_signature(int peer, const ShmCallSignature& theirs, con
                   mine.root))));
 }
 
+void ShmWorkspace::exchange_rounds(std::int64_t rounds, std::size_t half_bytes, const RoundStep& stage,
+                                   const RoundStep& read) {
+  const std::uint64_t base = round_;
+  const Deadline until = deadline();
+  std::uint64_t g = base;
+  for (std::int64_t k = 0; k < rounds; ++k) {
+    g = base + static_cast<std::uint64_t>(k) + 1;
+    const std::size_t offset = (g % 2) * half_bytes;
+    if (g >= base + 3) wait_for_peers(ShmPhase::kReduced, g - 2, until);
+    stage(k, offset);
+    publish(ShmPhase::kStaged, g);
+    wait_for_peers(ShmPhase::kStaged, g, until);
+    read(k, offset);
+    publish(ShmPhase::kReduced, g);
+    if (k == 0) unlink_once();
+  }
+  wait_for_peers(ShmPhase::kReduced, g, until);
+  end(static_cast<std::uint64_t>(rounds));
+}
+
 void ShmWorkspace::unlink_once() {
   if (unlinked_) return;
   shm::Segment::unlink(segments_[static_cast<std::size_t>(rank_)].name());

@@ -23,6 +23,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "braid/base/clock.h"
@@ -108,6 +109,14 @@ class ShmWorkspace : public CommAttachment {
   // Returns once every peer finished `phase` of round `round`; throws PeerLost / Timeout /
   // any error another rank reported (via the Fabric) instead of waiting forever.
   void wait_for_peers(ShmPhase phase, std::uint64_t round, const Deadline& deadline);
+  // The pipelined exchange of allgather and alltoall: `rounds` rounds on two alternating halves
+  // (`half_bytes` each) of every rank's staging area. Round k: wait until every peer has read
+  // the round that last used this half (k-2), stage(k, offset of the half), publish, wait for
+  // every peer's staging, read(k, offset), publish. Ends once every peer has read the last
+  // round, so the next collective finds the workspace free. Starts with begin() and ends with
+  // end() itself.
+  using RoundStep = std::function<void(std::int64_t round, std::size_t half_offset)>;
+  void exchange_rounds(std::int64_t rounds, std::size_t half_bytes, const RoundStep& stage, const RoundStep& read);
   // Removes this rank's segment name once every peer is known to have mapped it (any wait
   // for a peer's progress proves that peer mapped all segments before its round loop).
   void unlink_once();
