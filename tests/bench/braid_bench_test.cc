@@ -14,6 +14,7 @@
 #include <vector>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "braid/collectives/algorithm_registry.h"
 #include "braid/collectives/tuning_file.h"
@@ -145,6 +146,37 @@ TEST_F(BraidBenchTest, PlotWithoutGnuplotSaysWhatToInstall) {
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_GE(r.count("gnuplot-nox"), 1) << r.output;
   EXPECT_EQ(file_size(path("x.png")), 0u);
+}
+
+}  // namespace
+}  // namespace braid::testing
+
+namespace braid::testing {
+namespace {
+
+// `allreduce --compress` prints one row per codec and size with the wire columns, and its JSON
+// carries them; int8 sends about a quarter of the fp32 ring's bytes, and its error is small.
+TEST_F(BraidBenchTest, CompressPrintsWireBytesAndErrorPerCodec) {
+  LaunchResult r = bench(2, {"allreduce", "--compress", "none,int8,topk:0.01,powersgd:2", "-b", "64K", "-e", "256K",
+                             "-f", "4", "-n", "2", "-w", "1", "--repeats", "1", "--json", path("c.json")});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.lines_with("wire/ring").size(), 2u) << r.output;  // the legend and the column header
+  std::ifstream in(path("c.json"));
+  nlohmann::json doc = nlohmann::json::parse(in);
+  ASSERT_EQ(doc["rows"].size(), 8u) << doc.dump();
+  for (const auto& row : doc["rows"]) {
+    if (row["codec"] == "int8") {
+      EXPECT_NEAR(row["wire/ring"].get<double>(), 0.25, 0.01) << row.dump();
+      EXPECT_LT(row["relerr"].get<double>(), 0.02) << row.dump();
+    }
+    if (row["codec"] == "none") EXPECT_EQ(row["relerr"].get<double>(), 0.0) << row.dump();
+  }
+}
+
+TEST_F(BraidBenchTest, CompressRefusesABadCodecBeforeJoiningTheJob) {
+  LaunchResult r = bench(2, {"allreduce", "--compress", "int8,topk:2"});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_GE(r.lines_with("outside (0, 1]").size(), 1u) << r.output;
 }
 
 }  // namespace

@@ -44,6 +44,7 @@ inline constexpr Variable kAlgoReduce{"BRAID_ALGO_REDUCE", "", "force this reduc
 inline constexpr Variable kAlgoGather{"BRAID_ALGO_GATHER", "", "force this gather algorithm where it supports the call"};
 inline constexpr Variable kAlgoScatter{"BRAID_ALGO_SCATTER", "", "force this scatter algorithm where it supports the call"};
 inline constexpr Variable kAlgoAlltoall{"BRAID_ALGO_ALLTOALL", "", "force this alltoall algorithm where it supports the call"};
+inline constexpr Variable kChecksum{"BRAID_CHECKSUM", "0", "1: compressed payloads carry a CRC32C that every receiver checks (braid::Corrupt on mismatch)"};
 inline constexpr Variable kTuningFile{"BRAID_TUNING_FILE", "", "JSON tuning file (braid-bench --tune) consulted before the built-in table"};
 
 // --- other launchers' variables, read when braid's own are absent -----------------------

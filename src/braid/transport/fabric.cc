@@ -48,6 +48,7 @@ void Fabric::post(const RequestPtr& request) {
     Transport& t = route(request->peer);
     if (request->is_send()) {
       t.post_send(request);
+      if (request->peer != rank_) bytes_sent_.fetch_add(request->envelope.bytes, std::memory_order_relaxed);
     } else {
       t.post_recv(request);
     }

@@ -12,6 +12,7 @@
 // access; sleeping happens outside it.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -72,6 +73,11 @@ class Fabric {
   // must still refuse to run on a failed communicator).
   void throw_if_poisoned();
   const FabricOptions& options() const { return options_; }
+  // Payload bytes this process has posted for sending to other ranks (messages to itself
+  // excluded), over every transport, since the fabric started: the figure compressed
+  // collectives report as bytes on the wire. Shared-memory direct algorithms move data
+  // without messages and are not counted.
+  std::uint64_t bytes_sent() const { return bytes_sent_.load(std::memory_order_relaxed); }
 
   // Orderly close (idempotent). Called by the destructor when the fabric is not poisoned.
   void shutdown() noexcept;
@@ -96,6 +102,7 @@ class Fabric {
   std::mutex mu_;
   std::exception_ptr poison_;  // GUARDED_BY(mu_)
   bool shut_down_ = false;     // GUARDED_BY(mu_)
+  std::atomic<std::uint64_t> bytes_sent_{0};  // relaxed: a statistic, ordered by nothing
 };
 
 }  // namespace braid

@@ -32,6 +32,10 @@ int scenario_shared_memory_frozen(Communicator& comm, const Args& args);
 int scenario_async(Communicator& comm, const Args& args);
 int scenario_async_mismatch(Communicator& comm, const Args& args);
 int scenario_async_timeout(Communicator& comm, const Args& args);
+int scenario_compressed(Communicator& comm, const Args& args);
+int scenario_compressed_feedback(Communicator& comm, const Args& args);
+int scenario_compressed_fault(Communicator& comm, const Args& args);
+int scenario_compressed_convergence(Communicator& comm, const Args& args);
 
 inline double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -68,7 +68,15 @@ void add_sweep_flags(CLI::App& app, SweepOptions& options, bool collective, bool
                  "time every algorithm at every size and draw busbw against size, one line per algorithm and the "
                  "memcpy bandwidth as reference, into this PNG (needs gnuplot; FILE.dat and FILE.gp are kept beside it)")
       ->type_name("FILE.png");
+
   if (with_reduction) app.add_option("-o,--op", options.op_name, "sum, avg, min, max or prod (default sum)");
+  if (app.get_name() == "allreduce") {
+  app.add_option("--compress", options.compress,
+                 "compressed allreduce (fp32, average) through these comma-separated codecs instead: none, fp16, "
+                 "bf16, int8[:block], sign[:block], topk:RATIO, randomk:RATIO, powersgd:RANK; prints time, algbw on "
+                 "the uncompressed size, bytes on the wire and the relative error against the exact allreduce")
+      ->type_name("CODECS");
+  }
 }
 
 std::vector<std::uint64_t> size_sweep(const SweepOptions& options, std::uint64_t multiple_of) {

@@ -30,6 +30,7 @@ struct SweepOptions {
   std::string algorithm;      // --algo: empty lets braid choose; with --tune / --plot a list a,b
   std::string tune_path;      // --tune FILE: time every algorithm, write the fastest per size
   std::string plot_path;      // --plot FILE.png: time every algorithm, draw busbw per algorithm
+  std::string compress;       // allreduce --compress a,b: time the compressed allreduce of each codec
 
   DType dtype() const;
   ReduceOp op() const;

@@ -20,18 +20,21 @@ double slowest(Communicator& comm, double mine) {
   return result;
 }
 
-// Seconds per call of the slowest rank, median of `repeats` batches of `iters` calls.
-double time_calls(const CollectiveSpec& spec, const CollectiveCall& call, int iters, int repeats) {
+}  // namespace
+
+double time_batches(Communicator& comm, const std::function<void()>& run, int iters, int repeats) {
   std::vector<double> batches;
   for (int r = 0; r < repeats; ++r) {
-    call.comm.barrier();
+    comm.barrier();
     auto start = Clock::now();
-    for (int i = 0; i < iters; ++i) spec.run(call);
-    batches.push_back(slowest(call.comm, std::chrono::duration<double>(Clock::now() - start).count() / iters));
+    for (int i = 0; i < iters; ++i) run();
+    batches.push_back(slowest(comm, std::chrono::duration<double>(Clock::now() - start).count() / iters));
   }
   std::nth_element(batches.begin(), batches.begin() + static_cast<std::ptrdiff_t>(batches.size() / 2), batches.end());
   return batches[batches.size() / 2];
 }
+
+namespace {
 
 void fill_input(const CollectiveSpec& spec, void* send, std::int64_t elements, DType dtype, ReduceOp op, int rank, int n) {
   for (std::int64_t i = 0; i < elements; ++i) store_element(send, i, dtype, spec.input(op, rank, n, i));
@@ -73,7 +76,7 @@ Timing time_collective(const CollectiveSpec& spec, const CollectiveCall& call, s
   const int warmup = options.warmup.value_or(std::max(1, iters / 5));
   for (int i = 0; i < warmup; ++i) spec.run(call);
   Timing timing;
-  timing.seconds = time_calls(spec, call, iters, options.repeats);
+  timing.seconds = time_batches(call.comm, [&] { spec.run(call); }, iters, options.repeats);
   if (options.check) timing.wrong = count_wrong(spec, call);
   return timing;
 }

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "bench_options.h"
@@ -34,6 +35,10 @@ struct Timing {
   double seconds = 0;      // per call, slowest rank, median of the batches
   std::int64_t wrong = 0;  // elements differing from the reference, summed over ranks (0 unchecked)
 };
+
+// Seconds per call of the slowest rank, median of `repeats` batches of `iters` calls of `run`.
+// Collective: every rank runs the same batches.
+double time_batches(Communicator& comm, const std::function<void()>& run, int iters, int repeats);
 
 // Warms up, times and (with options.check) checks `call` at a message of `bytes`. Collective:
 // every rank must call it with the same arguments.

@@ -12,6 +12,8 @@
 #include "bench_options.h"
 #include "braid/base/error.h"
 #include "collective_bench.h"
+#include "compressed_bench.h"
+#include "braid/compress/codec_spec.h"
 #include "sendrecv_bench.h"
 #include "tune_bench.h"
 
@@ -61,6 +63,14 @@ int main(int argc, char** argv) {
     }
     // Check options before joining the job, so a typo fails at once on every rank.
     const bool compares = chosen != nullptr && (!chosen->options.tune_path.empty() || !chosen->options.plot_path.empty());
+    const bool compresses = chosen != nullptr && !chosen->options.compress.empty();
+    if (compresses) {
+      if (compares) throw braid::InvalidArgument({.op = "braid-bench"}, "--compress cannot be combined with --tune or --plot");
+      if (chosen->options.dtype_name != "f32") {
+        throw braid::InvalidArgument({.op = "braid-bench"}, "--compress compresses f32 gradients only (-d f32)");
+      }
+      (void)braid::bench::compressed_codecs(chosen->options.compress);
+    }
     if (chosen != nullptr) {
       (void)chosen->options.dtype();
       (void)chosen->options.op();
@@ -73,6 +83,7 @@ int main(int argc, char** argv) {
     braid::Communicator comm = braid::Communicator::init();
     if (sendrecv->parsed()) return braid::bench::run_sendrecv(comm, sendrecv_options);
     if (tune->parsed()) return braid::bench::run_tune(comm, tune_options);
+    if (compresses) return braid::bench::run_compressed_bench(comm, chosen->options);
     if (compares) return braid::bench::run_algorithm_bench(comm, chosen->spec, chosen->options);
     return braid::bench::run_collective_bench(comm, chosen->spec, chosen->options);
   } catch (const braid::InvalidArgument& e) {
