@@ -50,7 +50,8 @@ class CompressionPolicy {
  public:
   // Throws InvalidArgument for a negative threshold or warm-up, an unsorted schedule, or a
   // momentum outside [0, 1).
-  explicit CompressionPolicy(CompressionPolicyOptions options = {});
+  explicit CompressionPolicy(CompressionPolicyOptions options);
+  CompressionPolicy() : CompressionPolicy(CompressionPolicyOptions{}) {}  // no compression
 
   CodecSpec choose(std::string_view name, std::int64_t count, Shape shape, std::int64_t step) const;
   // Whether `codec`'s results feed an error-feedback residual under this policy.

@@ -26,6 +26,7 @@ int main(int argc, char** argv) {
       {"async", scenario_async}, {"async-mismatch", scenario_async_mismatch}, {"async-timeout", scenario_async_timeout},
       {"compressed", scenario_compressed}, {"compressed-feedback", scenario_compressed_feedback},
       {"compressed-fault", scenario_compressed_fault}, {"compressed-convergence", scenario_compressed_convergence},
+      {"gradsync", scenario_gradsync},
   };
   if (argc < 2 || !scenarios.contains(argv[1])) {
     std::fprintf(stderr, "usage: braid-test-rank SCENARIO [ARGS...]; scenarios:");

@@ -1,0 +1,255 @@
+#include "braid/engine/grad_sync.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "braid/base/error.h"
+#include "braid/collectives/collective_queue.h"
+#include "braid/collectives/collectives.h"
+
+namespace braid {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// FNV-1a over the registered counts: equal on every rank that registered the same model.
+std::uint64_t model_signature(const std::vector<std::int64_t>& counts) {
+  std::uint64_t h = 0xcbf29ce484222325ull;
+  for (std::int64_t c : counts) {
+    for (int b = 0; b < 8; ++b) h = (h ^ ((static_cast<std::uint64_t>(c) >> (8 * b)) & 0xff)) * 0x100000001b3ull;
+  }
+  return h;
+}
+
+}  // namespace
+
+// One bucket: its flat buffer (allocated once per plan) and its in-flight allreduce. The
+// background thread writes `stats` and `seconds` before the Work completes; the training
+// thread reads them after waiting on it.
+struct GradSync::BucketRun {
+  std::vector<float> buffer;
+  std::string name;        // the tensor name the policy and the compression state see
+  compress::Shape shape;   // a single-parameter bucket keeps its parameter's shape (PowerSGD)
+  Work work;
+  bool launched = false;
+  compress::CompressionStats stats;
+  double seconds = 0;
+};
+
+double GradSyncStats::overlap_ratio() const {
+  return communication_seconds <= 0 ? 1.0 : std::max(0.0, 1.0 - exposed_seconds / communication_seconds);
+}
+
+GradSync::GradSync(Communicator& comm, GradSyncOptions options) : comm_(comm), options_(std::move(options)) {}
+
+GradSync::~GradSync() {
+  // Let queued buckets finish before their buffers go (each is bounded by BRAID_TIMEOUT).
+  for (auto& run : runs_) {
+    if (run && run->launched) {
+      try {
+        run->work.wait();
+      } catch (...) {  // the error was (or will never be) reported through finish()
+      }
+    }
+  }
+}
+
+int GradSync::add_param(std::string name, void* grad, std::int64_t count, DType dtype, compress::Shape shape) {
+  ErrorContext context{.rank = comm_.rank(), .op = "GradSync::add_param"};
+  if (planned_) throw InvalidArgument(context, fmt::format("'{}' registered after the first mark_ready/finish", name));
+  if (dtype != DType::kF32) {
+    throw InvalidArgument(context, fmt::format("'{}' is {}: GradSync averages f32 gradients", name, dtype_name(dtype)));
+  }
+  if (count < 0 || (count > 0 && grad == nullptr)) {
+    throw InvalidArgument(context, fmt::format("'{}': {} elements at {}", name, count, grad));
+  }
+  if ((shape.rows != 0 || shape.cols != 0) && (!shape.is_matrix() || shape.rows * shape.cols != count)) {
+    throw InvalidArgument(context, fmt::format("'{}': shape {}x{} does not hold {} elements", name, shape.rows,
+                                               shape.cols, count));
+  }
+  params_.push_back({std::move(name), static_cast<float*>(grad), count, shape});
+  return static_cast<int>(params_.size()) - 1;
+}
+
+void GradSync::ensure_plan() {
+  if (planned_) return;
+  std::vector<engine::ParamInfo> infos;
+  std::uint64_t total_bytes = 0;
+  for (const Param& p : params_) {
+    infos.push_back({.name = p.name, .count = p.count});
+    total_bytes += static_cast<std::uint64_t>(p.count) * sizeof(float);
+  }
+  std::uint64_t cap = engine::parse_bucket_cap(options_.bucket_cap, total_bytes, comm_.size());
+  adopt_plan(engine::plan_buckets(infos, engine::reverse_registration_order(static_cast<int>(params_.size())), cap));
+}
+
+void GradSync::adopt_plan(engine::BucketPlan plan) {
+  plan_ = std::move(plan);
+  tracker_ = std::make_unique<engine::ReadinessTracker>(plan_);
+  unused_.assign(params_.size(), 0);
+  runs_.clear();
+  for (std::size_t b = 0; b < plan_.buckets.size(); ++b) {
+    const engine::Bucket& bucket = plan_.buckets[b];
+    auto run = std::make_unique<BucketRun>();
+    run->buffer.assign(static_cast<std::size_t>(bucket.elements), 0.0f);  // allocated and faulted once per plan
+    bool single = bucket.params.size() == 1;
+    run->name = single ? params_[static_cast<std::size_t>(bucket.params[0])].name : fmt::format("bucket{}", b);
+    if (single) run->shape = params_[static_cast<std::size_t>(bucket.params[0])].shape;
+    runs_.push_back(std::move(run));
+  }
+  planned_ = true;
+}
+
+void GradSync::mark_ready(int param) {
+  if (!sync_) return;
+  std::lock_guard lock(mu_);
+  ensure_plan();
+  for (int bucket : tracker_->mark_ready(param)) launch(bucket);
+}
+
+void GradSync::launch(int b) {
+  BucketRun& run = *runs_[static_cast<std::size_t>(b)];
+  const engine::Bucket& bucket = plan_.buckets[static_cast<std::size_t>(b)];
+  for (std::size_t i = 0; i < bucket.params.size(); ++i) {
+    const Param& p = params_[static_cast<std::size_t>(bucket.params[i])];
+    float* slot = run.buffer.data() + bucket.offsets[i];
+    if (unused_[static_cast<std::size_t>(bucket.params[i])]) {
+      std::fill_n(slot, p.count, 0.0f);  // allow_unused: no gradient counts as zero
+    } else if (p.count > 0) {
+      std::memcpy(slot, p.grad, static_cast<std::size_t>(p.count) * sizeof(float));
+    }
+  }
+  compress::CodecSpec codec = options_.policy.choose(run.name, bucket.elements, run.shape, step_);
+  compress::CompressedAllreduceOptions call{.codec = codec,
+                                            .name = run.name,
+                                            .shape = run.shape,
+                                            .step = step_,
+                                            .average = options_.average,
+                                            .error_feedback = options_.policy.error_feedback(codec),
+                                            .momentum_correction = options_.policy.options().momentum_correction,
+                                            .momentum = options_.policy.options().momentum};
+  auto& queue = comm_.attachment<CollectiveQueue>();
+  run.launched = true;
+  run.work = queue.submit({.rank = comm_.rank(), .op = fmt::format("GradSync bucket {}", b)},
+                          [this, &run, call = std::move(call)] {
+                            auto start = Clock::now();
+                            run.stats = compress::compressed_allreduce(comm_, run.buffer, state_, call);
+                            run.seconds = seconds_since(start);
+                          });
+}
+
+GradSyncStats GradSync::finish() {
+  GradSyncStats stats{.step = step_};
+  if (!sync_) return stats;
+  auto start = Clock::now();
+  std::vector<int> unused;
+  {
+    std::lock_guard lock(mu_);
+    ensure_plan();
+    unused = tracker_->unready_params();
+    for (int p : unused) unused_[static_cast<std::size_t>(p)] = 1;
+    for (int bucket : tracker_->complete_unready()) launch(bucket);
+  }
+  for (auto& run : runs_) run->work.wait();
+  stats.exposed_seconds = seconds_since(start);
+  if (step_ == 0) check_same_model();
+  if (!options_.allow_unused) agree_on_unused(unused);
+  for (std::size_t b = 0; b < runs_.size(); ++b) {
+    const engine::Bucket& bucket = plan_.buckets[b];
+    BucketRun& run = *runs_[b];
+    for (std::size_t i = 0; i < bucket.params.size(); ++i) {
+      const Param& p = params_[static_cast<std::size_t>(bucket.params[i])];
+      if (p.count > 0) std::memcpy(p.grad, run.buffer.data() + bucket.offsets[i], static_cast<std::size_t>(p.count) * sizeof(float));
+    }
+    stats.wire += run.stats;
+    stats.communication_seconds += run.seconds;
+    run.launched = false;
+  }
+  stats.buckets = static_cast<int>(runs_.size());
+  if (step_ == 0 && options_.rebuild_buckets) rebuild_from_rank0_order();
+  tracker_->reset();
+  std::fill(unused_.begin(), unused_.end(), 0);
+  ++step_;
+  return stats;
+}
+
+// Every rank registered the same parameter sizes: one allgather of a signature, at the first
+// finish(). A different model on one rank would otherwise surface as a confusing size mismatch
+// inside some bucket's allreduce, or not at all.
+void GradSync::check_same_model() {
+  std::vector<std::int64_t> counts;
+  for (const Param& p : params_) counts.push_back(p.count);
+  std::uint64_t mine = model_signature(counts);
+  std::vector<std::uint64_t> all(static_cast<std::size_t>(comm_.size()));
+  allgather(comm_, &mine, all.data(), 1, DType::kI64);
+  for (int r = 0; r < comm_.size(); ++r) {
+    if (all[static_cast<std::size_t>(r)] != mine) {
+      throw Mismatch({.rank = comm_.rank(), .peer = r, .op = "GradSync::finish"},
+                     fmt::format("rank {} registered other parameters (count or sizes differ from this rank's {} "
+                                 "parameters)",
+                                 r, params_.size()));
+    }
+  }
+}
+
+// Unused parameters are found per rank, but the error must be raised on every rank: one
+// allgather of the counts, after every bucket has completed (with zeros for the missing
+// gradients), so no rank is left waiting and the communicator stays usable.
+void GradSync::agree_on_unused(const std::vector<int>& unused) {
+  std::int32_t mine = static_cast<std::int32_t>(unused.size());
+  std::vector<std::int32_t> all(static_cast<std::size_t>(comm_.size()));
+  allgather(comm_, &mine, all.data(), 1, DType::kI32);
+  auto first = std::find_if(all.begin(), all.end(), [](std::int32_t n) { return n > 0; });
+  if (first == all.end()) return;
+  int rank = static_cast<int>(first - all.begin());
+  std::string names;
+  for (std::size_t i = 0; i < unused.size() && i < 8; ++i) {
+    names += fmt::format("{}'{}'", i == 0 ? "" : ", ", params_[static_cast<std::size_t>(unused[i])].name);
+  }
+  std::string detail = mine > 0 ? fmt::format("{} parameter(s) received no gradient this step: {}{}", mine, names,
+                                               mine > 8 ? ", ..." : "")
+                                : fmt::format("rank {} had {} parameter(s) without a gradient", rank, *first);
+  // Treat the step as failed: no gradient is written back.
+  tracker_->reset();
+  std::fill(unused_.begin(), unused_.end(), 0);
+  for (auto& run : runs_) run->launched = false;
+  throw InvalidArgument({.rank = comm_.rank(), .peer = mine > 0 ? -1 : rank, .op = "GradSync::finish"},
+                        detail + " (set GradSyncOptions::allow_unused to treat them as zero)");
+}
+
+// DDP's bucket rebuild: the order gradients really became ready on rank 0 (a permutation;
+// parameters that never did are appended in registration order) is broadcast, and every rank
+// plans the same buckets from it. The compression state keyed by the old buckets is dropped.
+void GradSync::rebuild_from_rank0_order() {
+  std::vector<std::int32_t> order(params_.size());
+  if (comm_.rank() == 0) {
+    std::vector<char> seen(params_.size(), 0);
+    std::size_t next = 0;
+    for (int p : tracker_->observed_order()) {
+      if (!seen[static_cast<std::size_t>(p)]) order[next++] = p, seen[static_cast<std::size_t>(p)] = 1;
+    }
+    for (std::size_t p = 0; p < params_.size(); ++p) {
+      if (!seen[p]) order[next++] = static_cast<std::int32_t>(p);
+    }
+  }
+  broadcast(comm_, order.data(), static_cast<std::int64_t>(order.size()), DType::kI32, 0);
+  std::vector<engine::ParamInfo> infos;
+  for (const Param& p : params_) infos.push_back({.name = p.name, .count = p.count});
+  std::vector<int> as_int(order.begin(), order.end());
+  engine::BucketPlan rebuilt = engine::plan_buckets(infos, as_int, plan_.cap_bytes);
+  if (rebuilt == plan_) return;
+  adopt_plan(std::move(rebuilt));
+  state_.clear();
+}
+
+void GradSync::set_sync(bool on) { sync_ = on; }
+
+}  // namespace braid

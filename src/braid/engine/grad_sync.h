@@ -1,0 +1,149 @@
+// GradSync: averages a model's gradients across the ranks of a communicator while backward is
+// still running (PyTorch DDP's reducer, framework-agnostic: it sees flat fp32 buffers).
+//
+//   braid::GradSync sync(comm, {.bucket_cap = "25", .policy = policy});
+//   for (auto& p : model) sync.add_param(p.name, p.grad, p.count, braid::DType::kF32, p.shape);
+//   // each step, from the backward hooks, as each gradient becomes final:
+//   sync.mark_ready(id);
+//   GradSyncStats s = sync.finish();   // before the optimizer step: gradients are averaged
+//
+// Buckets (engine/bucket_plan.h) pack gradients in the order they are expected to become
+// ready: reverse registration order at first (backward runs back to front), then — after the
+// first step — the order rank 0 observed, broadcast so that every rank builds identical
+// buckets. When the last gradient of a bucket is marked, its gradients are copied into the
+// bucket's buffer and its allreduce (compressed as the CompressionPolicy says) is queued on the
+// communicator's background thread (collectives/collective_queue.h) at once, while the caller
+// goes on computing. Buckets are launched strictly in index order (a complete bucket waits for
+// the ones before it), so every rank issues the same collectives in the same order whatever
+// order its gradients became ready in (readiness_tracker.h).
+//
+// finish() launches what is left, waits, copies the averages back into the gradients and
+// reports the step. A parameter that never became ready is, by default, an error on every rank
+// (InvalidArgument naming it on the rank that missed it, and naming that rank on the others;
+// the ranks agree through one small allgather per step, so nobody waits for a bucket that will
+// never come and the communicator stays usable); with allow_unused it counts as zero.
+// Accumulation: between set_sync(false) and set_sync(true) (or inside a NoSync scope)
+// mark_ready and finish do nothing, so gradients accumulate locally and are averaged at the
+// first synchronised finish().
+//
+// Thread-safety: add_param, finish, set_sync from one thread (the training loop); mark_ready
+// may be called from any thread (autograd's hooks), concurrently. The buffers registered must
+// stay valid and unmodified between mark_ready and finish.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "braid/base/dtype.h"
+#include "braid/comm/communicator.h"
+#include "braid/comm/work.h"
+#include "braid/compress/compressed_allreduce.h"
+#include "braid/compress/compression_policy.h"
+#include "braid/engine/bucket_plan.h"
+#include "braid/engine/readiness_tracker.h"
+
+namespace braid {
+
+namespace trace {
+class TraceRecorder;
+}
+
+struct GradSyncOptions {
+  std::string bucket_cap = "25";  // MiB per bucket ("25", "4", "1"), or "auto" (bucket_plan.h)
+  compress::CompressionPolicy policy;  // default: no compression
+  bool allow_unused = false;      // a parameter without a gradient counts as zero
+  bool rebuild_buckets = true;    // after the first step, in the order rank 0 observed
+  bool average = true;            // divide by the world size (false: sum)
+  trace::TraceRecorder* trace = nullptr;  // records every bucket's allreduce when set
+};
+
+// One synchronised step.
+struct GradSyncStats {
+  std::int64_t step = 0;
+  int buckets = 0;
+  compress::CompressionStats wire;  // summed over buckets
+  double communication_seconds = 0; // sum of the buckets' allreduce durations (background thread)
+  double exposed_seconds = 0;       // time finish() waited for them: communication not hidden
+  double overlap_ratio() const;     // 1 - exposed / communication (1 when nothing was sent)
+};
+
+class GradSync {
+ public:
+  GradSync(Communicator& comm, GradSyncOptions options = {});
+  ~GradSync();
+  GradSync(const GradSync&) = delete;
+  GradSync& operator=(const GradSync&) = delete;
+
+  // Registers a parameter's gradient buffer, in model order; returns its id (0, 1, ...).
+  // Only f32 is supported. Throws InvalidArgument for another dtype, a negative count, a
+  // shape that does not hold count elements, a null buffer with count > 0, or a call after
+  // the first mark_ready. Every rank must register the same parameters in the same order
+  // (checked at the first finish(): a different count or total is a Mismatch).
+  int add_param(std::string name, void* grad, std::int64_t count, DType dtype, compress::Shape shape = {});
+
+  // This parameter's gradient is final for the step. Launches every bucket this makes
+  // launchable. Throws InvalidArgument for an unknown id or a second mark in one step.
+  void mark_ready(int param);
+
+  // Launches the remaining buckets, waits for all, writes the averages back and returns the
+  // step's figures. Rethrows a bucket's error. See the file comment for unused parameters.
+  GradSyncStats finish();
+
+  // Gradient accumulation: with sync off, mark_ready and finish do nothing.
+  void set_sync(bool on);
+  bool sync_enabled() const { return sync_; }
+
+  const engine::BucketPlan& plan() const { return plan_; }
+  // Error-feedback residuals and PowerSGD factors: part of a training checkpoint. Cleared when
+  // the buckets are rebuilt (their shapes change).
+  compress::CompressionState& compression_state() { return state_; }
+  std::int64_t step() const { return step_; }
+
+ private:
+  struct Param {
+    std::string name;
+    float* grad;
+    std::int64_t count;
+    compress::Shape shape;
+  };
+  struct BucketRun;  // one bucket's buffer and its in-flight allreduce
+
+  void ensure_plan();
+  void adopt_plan(engine::BucketPlan plan);
+  void launch(int bucket);  // REQUIRES: mu_ held
+  void check_same_model();
+  void agree_on_unused(const std::vector<int>& unused);
+  void rebuild_from_rank0_order();
+
+  Communicator& comm_;
+  GradSyncOptions options_;
+  std::vector<Param> params_;
+  engine::BucketPlan plan_;
+  std::unique_ptr<engine::ReadinessTracker> tracker_;
+  std::vector<std::unique_ptr<BucketRun>> runs_;
+  std::vector<char> unused_;          // per parameter: no gradient this step (filled with zeros)
+  compress::CompressionState state_;  // touched by the background thread only, one bucket at a time
+  std::mutex mu_;                     // guards tracker_ and launching from concurrent mark_ready
+  std::int64_t step_ = 0;
+  bool sync_ = true;
+  bool planned_ = false;
+};
+
+// Turns synchronisation off for its lifetime (DDP's no_sync): accumulate K-1 micro-steps
+// inside one, run the K-th outside it.
+class NoSync {
+ public:
+  explicit NoSync(GradSync& sync) : sync_(sync), was_(sync.sync_enabled()) { sync_.set_sync(false); }
+  ~NoSync() { sync_.set_sync(was_); }
+  NoSync(const NoSync&) = delete;
+  NoSync& operator=(const NoSync&) = delete;
+
+ private:
+  GradSync& sync_;
+  bool was_;
+};
+
+}  // namespace braid
