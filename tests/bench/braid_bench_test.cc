@@ -181,3 +181,30 @@ TEST_F(BraidBenchTest, CompressRefusesABadCodecBeforeJoiningTheJob) {
 
 }  // namespace
 }  // namespace braid::testing
+
+namespace braid::testing {
+namespace {
+
+// `overlap` runs the synthetic model with overlap off and on and reports hidden communication.
+TEST_F(BraidBenchTest, OverlapComparesOffAndOnPerBucketSize) {
+  LaunchResult r = bench(2, {"overlap", "--layers", "3", "--params", "16K", "--steps", "1", "--buckets", "1,auto",
+                             "--compute-ms", "2", "--json", path("o.json")});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::ifstream in(path("o.json"));
+  nlohmann::json doc = nlohmann::json::parse(in);
+  ASSERT_EQ(doc["rows"].size(), 4u) << doc.dump();
+  for (const auto& row : doc["rows"]) {
+    EXPECT_GE(row["hidden(%)"].get<double>(), 0.0) << row.dump();
+    EXPECT_LE(row["hidden(%)"].get<double>(), 100.0) << row.dump();
+    EXPECT_GT(row["wire(MB)"].get<double>(), 0.0) << row.dump();
+  }
+}
+
+TEST_F(BraidBenchTest, OverlapRefusesABadModeBeforeJoiningTheJob) {
+  LaunchResult r = bench(2, {"overlap", "--overlap", "maybe"});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_GE(r.lines_with("use on, off").size(), 1u) << r.output;
+}
+
+}  // namespace
+}  // namespace braid::testing

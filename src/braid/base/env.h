@@ -46,6 +46,7 @@ inline constexpr Variable kAlgoScatter{"BRAID_ALGO_SCATTER", "", "force this sca
 inline constexpr Variable kAlgoAlltoall{"BRAID_ALGO_ALLTOALL", "", "force this alltoall algorithm where it supports the call"};
 inline constexpr Variable kChecksum{"BRAID_CHECKSUM", "0", "1: compressed payloads carry a CRC32C that every receiver checks (braid::Corrupt on mismatch)"};
 inline constexpr Variable kTuningFile{"BRAID_TUNING_FILE", "", "JSON tuning file (braid-bench --tune) consulted before the built-in table"};
+inline constexpr Variable kTrace{"BRAID_TRACE", "", "directory every rank writes its trace file into (unset: no tracing)"};
 
 // --- other launchers' variables, read when braid's own are absent -----------------------
 inline constexpr Variable kTorchRank{"RANK", "", "torchrun: rank"};

@@ -9,6 +9,7 @@
 #include "braid/base/error.h"
 #include "braid/collectives/collective_queue.h"
 #include "braid/collectives/collectives.h"
+#include "braid/trace/trace_recorder.h"
 
 namespace braid {
 
@@ -45,10 +46,20 @@ struct GradSync::BucketRun {
 };
 
 double GradSyncStats::overlap_ratio() const {
-  return communication_seconds <= 0 ? 1.0 : std::max(0.0, 1.0 - exposed_seconds / communication_seconds);
+  // 0/0 is 0, as in trace::StepCounters: a step that sent nothing hid nothing.
+  return communication_seconds <= 0 ? 0.0 : std::max(0.0, 1.0 - exposed_seconds / communication_seconds);
 }
 
-GradSync::GradSync(Communicator& comm, GradSyncOptions options) : comm_(comm), options_(std::move(options)) {}
+GradSync::GradSync(Communicator& comm, GradSyncOptions options) : comm_(comm), options_(std::move(options)) {
+  if (options_.trace == nullptr) {
+    auto recorder = std::make_unique<trace::TraceRecorder>(trace::from_environment(comm_.rank()));
+    if (recorder->enabled()) {
+      own_trace_ = std::move(recorder);
+      options_.trace = own_trace_.get();
+      own_trace_->step(0);
+    }
+  }
+}
 
 GradSync::~GradSync() {
   // Let queued buckets finish before their buffers go (each is bounded by BRAID_TIMEOUT).
@@ -139,10 +150,17 @@ void GradSync::launch(int b) {
   auto& queue = comm_.attachment<CollectiveQueue>();
   run.launched = true;
   run.work = queue.submit({.rank = comm_.rank(), .op = fmt::format("GradSync bucket {}", b)},
-                          [this, &run, call = std::move(call)] {
+                          [this, &run, b, call = std::move(call)] {
+                            trace::CommScope traced(options_.trace, fmt::format("bucket {}", b));
                             auto start = Clock::now();
                             run.stats = compress::compressed_allreduce(comm_, run.buffer, state_, call);
                             run.seconds = seconds_since(start);
+                            if (traced.active()) {
+                              traced.event().bytes = run.buffer.size() * sizeof(float);
+                              traced.event().wire_bytes = run.stats.wire_bytes;
+                              traced.event().algorithm = "compressed_allreduce";
+                              traced.event().codec = compress::to_string(call.codec);
+                            }
                           });
 }
 
@@ -178,6 +196,7 @@ GradSyncStats GradSync::finish() {
   tracker_->reset();
   std::fill(unused_.begin(), unused_.end(), 0);
   ++step_;
+  if (own_trace_) own_trace_->step(static_cast<int>(step_));
   return stats;
 }
 

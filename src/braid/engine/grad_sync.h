@@ -57,7 +57,10 @@ struct GradSyncOptions {
   bool allow_unused = false;      // a parameter without a gradient counts as zero
   bool rebuild_buckets = true;    // after the first step, in the order rank 0 observed
   bool average = true;            // divide by the world size (false: sum)
-  trace::TraceRecorder* trace = nullptr;  // records every bucket's allreduce when set
+  // Records every bucket's allreduce. Unset: GradSync keeps its own recorder when BRAID_TRACE
+  // names a directory (comm events and step boundaries; the file is written when GradSync is
+  // destroyed), and records nothing otherwise.
+  trace::TraceRecorder* trace = nullptr;
 };
 
 // One synchronised step.
@@ -67,7 +70,7 @@ struct GradSyncStats {
   compress::CompressionStats wire;  // summed over buckets
   double communication_seconds = 0; // sum of the buckets' allreduce durations (background thread)
   double exposed_seconds = 0;       // time finish() waited for them: communication not hidden
-  double overlap_ratio() const;     // 1 - exposed / communication (1 when nothing was sent)
+  double overlap_ratio() const;     // 1 - exposed / communication (0 when nothing was sent)
 };
 
 class GradSync {
@@ -125,6 +128,7 @@ class GradSync {
   std::unique_ptr<engine::ReadinessTracker> tracker_;
   std::vector<std::unique_ptr<BucketRun>> runs_;
   std::vector<char> unused_;          // per parameter: no gradient this step (filled with zeros)
+  std::unique_ptr<trace::TraceRecorder> own_trace_;  // from BRAID_TRACE when options.trace is unset
   compress::CompressionState state_;  // touched by the background thread only, one bucket at a time
   std::mutex mu_;                     // guards tracker_ and launching from concurrent mark_ready
   std::int64_t step_ = 0;

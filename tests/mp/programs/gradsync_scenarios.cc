@@ -19,6 +19,9 @@
 #include "braid/base/error.h"
 #include "braid/collectives/collectives.h"
 #include "braid/engine/grad_sync.h"
+#include "braid/trace/chrome_trace.h"
+#include "braid/trace/trace_recorder.h"
+#include <nlohmann/json.hpp>
 #include "scenario.h"
 
 namespace braid::testing {
@@ -214,6 +217,43 @@ bool compressed(Communicator& comm) {
   return ok;
 }
 
+// GradSync records every bucket's allreduce in a TraceRecorder next to the caller's compute
+// spans; the Chrome-trace JSON has the structure Perfetto reads, and the step counters see
+// the communication.
+bool traced(Communicator& comm) {
+  trace::TraceRecorder recorder(trace::TraceOptions{.rank = comm.rank()});
+  GradSync sync(comm, {.bucket_cap = "1", .trace = &recorder});
+  Model m(sync);
+  for (int step = 0; step < 2; ++step) {
+    recorder.step(step);
+    {
+      trace::ComputeScope backward(recorder, "backward");
+      fill(m, comm.rank(), step);
+      mark_all_shuffled(sync, comm.rank(), step);
+    }
+    sync.finish();
+  }
+  nlohmann::json doc = nlohmann::json::parse(trace::to_chrome_trace_json(recorder.snapshot()));
+  int buckets = 0;
+  for (const auto& e : doc.at("traceEvents")) {
+    bool ok = e.contains("ph") && e.contains("pid") && e.contains("tid") && (e["ph"] == "M" || e.contains("ts"));
+    if (e["ph"] == "X") ok = ok && e.contains("dur") && e["dur"].get<double>() >= 0;
+    if (!ok) {
+      RANK_SAY("FAIL rank %d: malformed trace event %s", comm.rank(), e.dump().c_str());
+      return false;
+    }
+    if (e["ph"] == "X" && e.value("cat", "") == "comm") ++buckets;
+  }
+  auto counters = recorder.step_counters();
+  bool counted = !counters.empty() && counters.back().comm_ops > 0 && counters.back().wire_bytes > 0;
+  if (buckets < 2 || (comm.size() > 1 && !counted)) {
+    RANK_SAY("FAIL rank %d: the trace holds %d bucket events, counters %s", comm.rank(), buckets,
+             counted ? "ok" : "empty");
+    return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 int scenario_gradsync(Communicator& comm, const Args&) {
@@ -222,6 +262,7 @@ int scenario_gradsync(Communicator& comm, const Args&) {
   ok = unused_parameter(comm) && ok;
   ok = allow_unused(comm) && ok;
   ok = compressed(comm) && ok;
+  ok = traced(comm) && ok;
   if (!ok) return 1;
   RANK_SAY("PASS gradsync");
   return 0;

@@ -22,6 +22,16 @@ ReduceOp SweepOptions::op() const {
   return *parsed;
 }
 
+std::vector<std::string> split_list(std::string_view text) {
+  std::vector<std::string> items;
+  while (!text.empty()) {
+    std::string_view item = text.substr(0, text.find(','));
+    text.remove_prefix(std::min(text.size(), item.size() + 1));
+    if (!item.empty()) items.emplace_back(item);
+  }
+  return items;
+}
+
 std::uint64_t parse_size(const std::string& text) {
   std::size_t digits = 0;
   while (digits < text.size() && std::isdigit(static_cast<unsigned char>(text[digits]))) ++digits;

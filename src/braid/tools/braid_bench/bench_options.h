@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <CLI/CLI.hpp>
@@ -41,6 +42,9 @@ struct SweepOptions {
 void add_sweep_flags(CLI::App& app, SweepOptions& options, bool collective, bool with_reduction);
 // Only the sweep's sizes and repetitions (-b -e -f -n -w --repeats -c), for `braid-bench tune`.
 void add_size_flags(CLI::App& app, SweepOptions& options);
+
+// "a,b,c" -> {"a", "b", "c"} (empty items dropped).
+std::vector<std::string> split_list(std::string_view text);
 
 // "8", "4K", "1M", "256M", "1G" (binary multiples) -> bytes. Throws InvalidArgument.
 std::uint64_t parse_size(const std::string& text);

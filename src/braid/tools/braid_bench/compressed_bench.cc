@@ -24,12 +24,7 @@ using compress::CodecSpec;
 
 std::vector<CodecSpec> compressed_codecs(const std::string& list) {
   std::vector<CodecSpec> codecs;
-  std::string_view rest = list;
-  while (!rest.empty()) {
-    std::string_view item = rest.substr(0, rest.find(','));
-    rest.remove_prefix(std::min(rest.size(), item.size() + 1));
-    codecs.push_back(compress::parse_codec_spec(item));
-  }
+  for (const std::string& item : split_list(list)) codecs.push_back(compress::parse_codec_spec(item));
   if (codecs.empty()) throw InvalidArgument({.op = "braid-bench"}, "--compress needs at least one codec");
   return codecs;
 }

@@ -3,6 +3,7 @@
 //   braid-run -n 2 braid-bench sendrecv -b 8 -e 256M -f 4 --json sendrecv.json
 //   braid-run -n 4 braid-bench allreduce -b 8 -e 64M -f 4 --plot allreduce.png --tune allreduce.json
 //   braid-run -n 4 braid-bench tune -o tuning.json --ops allreduce,allgather -b 8 -e 64M -f 4
+//   braid-run -n 2 braid-bench overlap --buckets 1,4,25,auto --compress none,int8
 #include <cstdio>
 #include <vector>
 
@@ -13,6 +14,7 @@
 #include "braid/base/error.h"
 #include "collective_bench.h"
 #include "compressed_bench.h"
+#include "overlap_bench.h"
 #include "braid/compress/codec_spec.h"
 #include "sendrecv_bench.h"
 #include "tune_bench.h"
@@ -44,6 +46,10 @@ int main(int argc, char** argv) {
     Subcommand& s = collectives.back();
     braid::bench::add_sweep_flags(*s.app, s.options, true, s.spec.reduces);
   }
+  braid::bench::OverlapOptions overlap_options;
+  CLI::App* overlap = app.add_subcommand(
+      "overlap", "how much gradient communication GradSync hides behind a synthetic backward pass");
+  braid::bench::add_overlap_flags(*overlap, overlap_options);
   braid::bench::TuneOptions tune_options;
   CLI::App* tune = app.add_subcommand(
       "tune", "time every algorithm of several collectives at every size and write a tuning file (BRAID_TUNING_FILE)");
@@ -76,6 +82,7 @@ int main(int argc, char** argv) {
       (void)chosen->options.op();
       if (compares) (void)braid::bench::algorithms_to_sweep(chosen->spec.op, chosen->options.algorithm);
     }
+    if (overlap->parsed()) braid::bench::check_overlap_options(overlap_options);
     if (tune->parsed()) {
       (void)tune_options.sweep.dtype();
       (void)braid::bench::specs_to_tune(tune_options.ops);
@@ -83,6 +90,7 @@ int main(int argc, char** argv) {
     braid::Communicator comm = braid::Communicator::init();
     if (sendrecv->parsed()) return braid::bench::run_sendrecv(comm, sendrecv_options);
     if (tune->parsed()) return braid::bench::run_tune(comm, tune_options);
+    if (overlap->parsed()) return braid::bench::run_overlap_bench(comm, overlap_options);
     if (compresses) return braid::bench::run_compressed_bench(comm, chosen->options);
     if (compares) return braid::bench::run_algorithm_bench(comm, chosen->spec, chosen->options);
     return braid::bench::run_collective_bench(comm, chosen->spec, chosen->options);

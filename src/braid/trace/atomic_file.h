@@ -1,0 +1,18 @@
+// Writing a file so that a reader sees either the old content or the complete new one, never
+// a torn half: the trace files are rewritten at every flush, and a rank killed mid-write (or a
+// viewer opening the file meanwhile) must not leave truncated JSON behind.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace braid::trace {
+
+// Writes `contents` to a temporary file beside `path`, then renames it over `path`.
+// Throws braid::SystemError naming the path on failure (and removes the temporary file).
+void write_file_atomically(const std::string& path, std::string_view contents);
+
+// Reads a whole file. Throws braid::InvalidArgument naming the path when it cannot be read.
+std::string read_whole_file(const std::string& path);
+
+}  // namespace braid::trace

@@ -1,0 +1,42 @@
+// Internal to trace/: the JSON vocabulary shared by the writer (chrome_trace.cc), the reader
+// (trace_reader.cc) and the merger (trace_merge.cc), and the checks every reader applies. The
+// public headers keep nlohmann-json out of their includes; this one is not for callers.
+//
+// A braid trace is a Chrome "JSON Object Format" trace (the format Perfetto and
+// chrome://tracing load) whose otherData carries "braid_trace": <format version>. See
+// docs/tracing.md for the full layout.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace braid::trace::json_format {
+
+inline constexpr int kVersion = 1;
+inline constexpr const char* kVersionKey = "braid_trace";
+inline constexpr const char* kCatCompute = "compute";
+inline constexpr const char* kCatComm = "comm";
+inline constexpr const char* kCatMark = "mark";
+inline constexpr const char* kCatStep = "step";
+inline constexpr const char* kCatCounters = "counters";
+
+// Chrome traces count microseconds; braid records nanoseconds. Doubles keep nanosecond
+// precision for any offset below 2^53 ns (104 days), and nlohmann writes them round-trip.
+inline double ns_to_us(std::int64_t ns) { return static_cast<double>(ns) / 1000.0; }
+inline std::int64_t us_to_ns(double us) { return std::llround(us * 1000.0); }
+
+// Parses `text` as a braid trace (read from `path`, which every error names): a JSON object
+// with a "traceEvents" array whose events pass check_event, and otherData.braid_trace no newer
+// than kVersion. Throws braid::Corrupt otherwise.
+nlohmann::json parse_braid_trace(const std::string& text, const std::string& path);
+// read_whole_file + parse_braid_trace; a missing file is braid::InvalidArgument.
+nlohmann::json load_braid_trace(const std::string& path);
+
+// Whether the trace is the output of `braid-trace merge` (several ranks) rather than one
+// rank's file.
+bool is_merged(const nlohmann::json& trace);
+
+}  // namespace braid::trace::json_format
