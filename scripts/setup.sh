@@ -12,6 +12,7 @@ PACKAGES=(
   libgloo-dev                     # the Gloo peer in bench/gloo/
   gnuplot-nox                     # braid-bench --plot
   iproute2 procps                 # ip netns / pgrep in tests
+  clang libclang-rt-14-dev llvm-14  # tests/fuzz: clang++, libFuzzer + ASan/UBSan runtimes, llvm-symbolizer
 )
 
 missing=()

@@ -4,6 +4,10 @@
 // labelled "avx512" must not quietly measure the scalar code.
 #include <string>
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
+
 #include <fmt/format.h>
 
 #include "braid/base/env.h"
@@ -19,6 +23,17 @@ namespace {
                         fmt::format("{}={}: {} (use auto, scalar, avx2 or avx512; this CPU supports up to {})",
                                     env::kKernels.name, setting, why, isa_name(best_isa())));
 }
+
+#if defined(__x86_64__) || defined(__i386__)
+// F16C and FMA from CPUID leaf 1 (ECX): clang 14 refuses __builtin_cpu_supports("f16c"), and the
+// AVX2 translation units (here and in compress/) are compiled with -mf16c and -mfma. Both use
+// the YMM state whose OS support the "avx2" check already confirmed.
+bool has_f16c_and_fma() {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (__get_cpuid(1, &eax, &ebx, &ecx, &edx) == 0) return false;
+  return (ecx & bit_F16C) != 0 && (ecx & bit_FMA) != 0;
+}
+#endif
 
 }  // namespace
 
@@ -38,7 +53,7 @@ bool cpu_supports(Isa isa) {
     // __builtin_cpu_supports also checks (XGETBV) that the OS saves the wider registers.
     case Isa::kAvx2:
       __builtin_cpu_init();  // idempotent; needed if called before libgcc's own constructor ran
-      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
+      return __builtin_cpu_supports("avx2") && has_f16c_and_fma();
     case Isa::kAvx512:
       __builtin_cpu_init();
       return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw");

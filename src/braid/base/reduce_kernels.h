@@ -57,7 +57,7 @@ extern const KernelTable kAvx512Kernels;
 
 std::string_view isa_name(Isa isa);  // "scalar", "avx2", "avx512"
 
-// Whether this CPU (and OS) can run the table: avx2 needs AVX2 and F16C, avx512 needs
+// Whether this CPU (and OS) can run the table: avx2 needs AVX2, F16C and FMA, avx512 needs
 // AVX512F and AVX512BW.
 bool cpu_supports(Isa isa);
 
