@@ -126,8 +126,11 @@ StepFigures run_config(Communicator& comm, SyntheticModel& model, const Config& 
 // Compute units per layer: from --compute-ms, or so that communication (measured by one
 // configuration without compute and without overlap) is comm_share of compute.
 std::int64_t units_per_layer(Communicator& comm, SyntheticModel& model, const OverlapOptions& o, ResultTable& table) {
+  // Every rank calibrates at once, so ranks sharing cores measure the speed they will get; the
+  // slowest rank's rate sets everyone's work.
+  comm.barrier();
   double per_ms = ComputeLoop().calibrate();
-  broadcast(comm, &per_ms, 1, DType::kF64, 0);
+  allreduce(comm, &per_ms, &per_ms, 1, DType::kF64, ReduceOp::kMin, {.algorithm = "recursive_doubling"});
   double compute_ms = o.compute_ms;
   if (compute_ms <= 0) {
     StepFigures bare = run_config(comm, model, {.bucket = "25", .codec = {}, .overlap = false}, o, 0);

@@ -1,7 +1,7 @@
 // `braid-bench overlap`: how much of the gradient communication GradSync hides behind backward.
 // A synthetic model of L layers (P fp32 parameters each) runs backward as a real compute loop
-// per layer (a fixed number of multiply-adds over an L1-resident buffer, calibrated once on rank
-// 0 and broadcast so every rank does the same work); after each layer's loop its gradient is
+// per layer (a fixed number of multiply-adds over an L1-resident buffer, calibrated on every
+// rank at once, the slowest rate applied to all, so every rank does the same work); after each layer's loop its gradient is
 // final and is marked ready. With overlap off every gradient is marked after the whole backward
 // (communication starts when compute ends, as without bucketing); with overlap on GradSync
 // launches each bucket as soon as it is complete.
