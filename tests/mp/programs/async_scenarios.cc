@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstring>
 #include <optional>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -160,6 +161,26 @@ void check_bad_arguments(Communicator& comm, Checks& checks) {
   checks.expect(after.correct(), "async allreduce after refused calls: wrong result");
 }
 
+// Two communicators over the same ranks (the world and a split of it, as a data-parallel and a
+// tensor-parallel group) each have their own background queue: collectives issued alternately on
+// both, without waiting in between, all complete with the right results, each queue in its own
+// submission order (a queue that ran another's task would mismatch sequence numbers).
+void check_two_communicators(Communicator& comm, Checks& checks) {
+  std::optional<Communicator> group = comm.split(comm.rank() % 2, comm.rank());
+  std::vector<std::unique_ptr<Allreduce>> ops;
+  for (int i = 0; i < 8; ++i) {
+    ops.push_back(std::make_unique<Allreduce>(comm, 1000 + 37 * i, true));
+    ops.push_back(std::make_unique<Allreduce>(*group, 4096 + 11 * i, true));
+  }
+  volatile double overlapped = compute(20000);
+  (void)overlapped;
+  for (auto& op : ops) op->work.wait();
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    checks.expect(ops[i]->correct(), std::string("two communicators: wrong result on the ") +
+                                         (i % 2 == 0 ? "world" : "split") + " communicator");
+  }
+}
+
 // Moving waits for the pending work (its tasks hold the old address); the moved-to
 // communicator takes the queue along and keeps working.
 void check_moves(Communicator& comm, Checks& checks) {
@@ -189,6 +210,7 @@ int scenario_async(Communicator& comm, const Args&) {
   check_blocking_after_async(comm, checks);
   check_p2p_while_pending(comm, checks);
   check_bad_arguments(comm, checks);
+  check_two_communicators(comm, checks);
   check_moves(comm, checks);  // last: it moves `comm` away
   if (checks.failures() > 0) return 1;
   RANK_SAY("PASS async rank %d", rank);
