@@ -12,6 +12,7 @@
 #include "braid/collectives/algorithm_registry.h"
 #include "braid/collectives/alltoallv_args.h"
 #include "braid/collectives/collective_checks.h"
+#include "braid/collectives/collective_observer.h"
 
 namespace braid {
 
@@ -27,6 +28,11 @@ CollectiveArgs make_args(Communicator& comm, OpKind op, const void* send, void* 
           .recv = static_cast<std::byte*>(recv), .count = count, .dtype = dtype};
 }
 
+// The chosen algorithm on `args`, reported to the communicator's observer (if any).
+void run_chosen(const AlgorithmEntry& algorithm, const CollectiveArgs& args) {
+  run_observed(args, algorithm.name, args.bytes(args.count), [&] { algorithm.run(args); });
+}
+
 }  // namespace
 
 void allreduce(Communicator& comm, const void* send, void* recv, std::int64_t count, DType dtype, ReduceOp op,
@@ -40,7 +46,7 @@ void allreduce(Communicator& comm, const void* send, void* recv, std::int64_t co
   args.algorithm = algorithm_id(algorithm);
   const bool copies_itself = algorithm.reads_send && comm.size() > 1;
   if (send != recv && count > 0 && !copies_itself) std::memcpy(recv, send, args.bytes(count));
-  if (comm.size() > 1 && count > 0) algorithm.run(args);
+  if (comm.size() > 1 && count > 0) run_chosen(algorithm, args);
   if (op == ReduceOp::kAvg && count > 0) divide_by(recv, static_cast<std::size_t>(count), dtype, comm.size());
 }
 
@@ -55,7 +61,7 @@ void allgather(Communicator& comm, const void* send, void* recv, std::int64_t se
   // Every algorithm starts from this rank's block in place (MPI_IN_PLACE when already there).
   std::byte* own = args.recv + static_cast<std::size_t>(comm.rank()) * args.bytes(send_count);
   if (args.send != own) std::memcpy(own, send, args.bytes(send_count));
-  if (comm.size() > 1) algorithm.run(args);
+  if (comm.size() > 1) run_chosen(algorithm, args);
 }
 
 void reduce_scatter(Communicator& comm, const void* send, void* recv, std::int64_t recv_count, DType dtype, ReduceOp op,
@@ -69,7 +75,7 @@ void reduce_scatter(Communicator& comm, const void* send, void* recv, std::int64
   args.algorithm = algorithm_id(algorithm);
   if (recv_count == 0) return;
   if (comm.size() > 1) {
-    algorithm.run(args);
+    run_chosen(algorithm, args);
   } else if (send != recv) {
     std::memcpy(recv, send, args.bytes(recv_count));
   }
@@ -84,7 +90,7 @@ void broadcast(Communicator& comm, void* data, std::int64_t count, DType dtype, 
   args.root = root;
   const AlgorithmEntry& algorithm = choose_algorithm(args, options.algorithm);
   args.algorithm = algorithm_id(algorithm);
-  if (comm.size() > 1 && count > 0) algorithm.run(args);
+  if (comm.size() > 1 && count > 0) run_chosen(algorithm, args);
 }
 
 void reduce(Communicator& comm, const void* send, void* recv, std::int64_t count, DType dtype, ReduceOp op, int root,
@@ -99,7 +105,7 @@ void reduce(Communicator& comm, const void* send, void* recv, std::int64_t count
   args.algorithm = algorithm_id(algorithm);
   if (count == 0) return;
   if (comm.size() > 1) {
-    algorithm.run(args);
+    run_chosen(algorithm, args);
   } else if (send != recv) {
     std::memcpy(recv, send, args.bytes(count));
   }
@@ -120,7 +126,7 @@ void gather(Communicator& comm, const void* send, void* recv, std::int64_t send_
     std::byte* own = args.recv + static_cast<std::size_t>(root) * args.bytes(send_count);
     if (args.send != own) std::memcpy(own, send, args.bytes(send_count));
   }
-  if (comm.size() > 1) algorithm.run(args);
+  if (comm.size() > 1) run_chosen(algorithm, args);
 }
 
 void scatter(Communicator& comm, const void* send, void* recv, std::int64_t recv_count, DType dtype, int root,
@@ -137,7 +143,7 @@ void scatter(Communicator& comm, const void* send, void* recv, std::int64_t recv
     const std::byte* own = args.send + static_cast<std::size_t>(root) * args.bytes(recv_count);
     if (own != args.recv) std::memcpy(recv, own, args.bytes(recv_count));
   }
-  if (comm.size() > 1) algorithm.run(args);
+  if (comm.size() > 1) run_chosen(algorithm, args);
 }
 
 void alltoall(Communicator& comm, const void* send, void* recv, std::int64_t count_per_peer, DType dtype,
@@ -153,7 +159,7 @@ void alltoall(Communicator& comm, const void* send, void* recv, std::int64_t cou
     std::memcpy(staged, send, args.bytes(count_per_peer * comm.size()));
     args.send = staged;
   }
-  algorithm.run(args);
+  run_chosen(algorithm, args);
 }
 
 void alltoallv(Communicator& comm, const void* send, const std::int64_t* send_counts, const std::int64_t* send_displs,
@@ -166,7 +172,9 @@ void alltoallv(Communicator& comm, const void* send, const std::int64_t* send_co
     throw InvalidArgument({.rank = comm.rank(), .op = "alltoallv", .seq = args.seq},
                           fmt::format("unknown algorithm '{}' (available: pairwise)", options.algorithm));
   }
-  algorithms::alltoallv_pairwise(args, layout);
+  std::uint64_t bytes = 0;
+  for (int p = 0; p < comm.size(); ++p) bytes += args.bytes(send_counts[p]);
+  run_observed(args, "pairwise", bytes, [&] { algorithms::alltoallv_pairwise(args, layout); });
 }
 
 }  // namespace braid

@@ -1,0 +1,74 @@
+// Lets an upper layer watch every collective a communicator runs — the tracer records them on
+// its timeline (engine/collective_tracing.h) — without collectives/ knowing who is watching.
+//
+//   comm.attachment<CollectiveObserver>().set([](const CollectiveRecord& r) { ... });
+//
+// The callback runs on the thread that ran the collective (the caller's, or the background
+// queue's for non-blocking ones), after the algorithm returned or threw. It must be quick and
+// must not throw or issue collectives on the same communicator. A communicator nobody watches
+// pays one attachment lookup per collective.
+//
+// Thread-safety: set() and notify() may be called from any thread.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <string_view>
+
+#include "braid/base/clock.h"
+#include "braid/collectives/collective_args.h"
+#include "braid/comm/communicator.h"
+
+namespace braid {
+
+struct CollectiveRecord {
+  OpKind op;
+  std::int64_t seq = 0;          // the collective's sequence number on its communicator
+  std::string_view algorithm;    // the registry name ("ring", "shm_direct", ...)
+  std::uint64_t bytes = 0;       // bytes of the call's count argument (this rank's contribution)
+  std::int64_t start_ns = 0;     // braid::now_ns()
+  std::int64_t end_ns = 0;
+  bool failed = false;           // the algorithm threw (the error still reaches the caller)
+};
+
+class CollectiveObserver final : public CommAttachment {
+ public:
+  using Callback = std::function<void(const CollectiveRecord&)>;
+  // Replaces the callback; an empty one stops observing.
+  void set(Callback callback) {
+    std::lock_guard lock(mu_);
+    callback_ = std::move(callback);
+  }
+  void notify(const CollectiveRecord& record) const {
+    std::lock_guard lock(mu_);
+    if (callback_) callback_(record);
+  }
+
+ private:
+  mutable std::mutex mu_;
+  Callback callback_;  // GUARDED_BY(mu_)
+};
+
+// Runs `run` (an algorithm on `args`) and reports it to the communicator's observer, if any.
+template <class Run>
+void run_observed(const CollectiveArgs& args, std::string_view algorithm, std::uint64_t bytes, Run&& run) {
+  const CollectiveObserver* observer = args.comm.find_attachment<CollectiveObserver>();
+  if (observer == nullptr) {
+    run();
+    return;
+  }
+  CollectiveRecord record{.op = args.op, .seq = args.seq, .algorithm = algorithm, .bytes = bytes, .start_ns = now_ns()};
+  try {
+    run();
+  } catch (...) {
+    record.end_ns = now_ns();
+    record.failed = true;
+    observer->notify(record);
+    throw;
+  }
+  record.end_ns = now_ns();
+  observer->notify(record);
+}
+
+}  // namespace braid

@@ -1,0 +1,27 @@
+#include "braid/engine/collective_tracing.h"
+
+#include <fmt/format.h>
+
+#include "braid/collectives/collective_observer.h"
+
+namespace braid {
+
+void trace_collectives(Communicator& comm, trace::TraceRecorder& recorder, int lane) {
+  if (!recorder.enabled()) return;
+  recorder.name_lane(lane, "collectives");
+  comm.attachment<CollectiveObserver>().set([&recorder, lane](const CollectiveRecord& r) {
+    recorder.record_comm({.name = fmt::format("{} #{}", op_kind_name(r.op), r.seq),
+                          .start_ns = r.start_ns,
+                          .end_ns = r.end_ns,
+                          .bytes = r.bytes,
+                          .algorithm = std::string(r.algorithm),
+                          .lane = lane,
+                          .failed = r.failed});
+  });
+}
+
+void stop_tracing_collectives(Communicator& comm) {
+  if (auto* observer = comm.find_attachment<CollectiveObserver>()) observer->set({});
+}
+
+}  // namespace braid
