@@ -12,6 +12,7 @@
 #include "braid/collectives/collectives.h"
 #include "braid/collectives/patterns/ring.h"
 #include "braid/compress/compressed_call.h"
+#include "braid/compress/random_indices.h"
 #include "braid/transport/fabric.h"
 
 namespace braid::compress {
@@ -40,16 +41,13 @@ class CompressionScratch final : public CommAttachment {
 bool checksum_default() { return env::get_int(env::kChecksum) != 0; }
 
 // The seed of a call: a pure function of what every rank agrees on (step and name), so that
-// randomk draws the same coordinates everywhere and PowerSGD starts from the same Q. FNV-1a
-// of the name (std::hash may differ between standard libraries), mixed with the step by
-// splitmix64's finaliser.
+// randomk draws the same coordinates everywhere and PowerSGD starts from the same Q: FNV-1a of
+// the name (std::hash may differ between standard libraries), stepped `step` times along the
+// SplitMix64 sequence and mixed by its finaliser (random_indices.h).
 std::uint64_t call_seed(const std::string& name, std::int64_t step) {
   std::uint64_t h = 0xcbf29ce484222325ull;
   for (unsigned char c : name) h = (h ^ c) * 0x100000001b3ull;
-  std::uint64_t z = h + 0x9e3779b97f4a7c15ull * static_cast<std::uint64_t>(step + 1);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
+  return SplitMix64(h + 0x9e3779b97f4a7c15ull * static_cast<std::uint64_t>(step)).next();
 }
 
 }  // namespace
