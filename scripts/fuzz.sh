@@ -60,7 +60,7 @@ if [[ ! -f $build/build.ninja ]]; then
   cmake -G Ninja -S "$root" -B "$build" \
     -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
     -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g" \
-    -DBRAID_BUILD_FUZZERS=ON -DBRAID_BUILD_TESTS=OFF -DBRAID_BUILD_BENCH=OFF >"$build/configure.log" ||
+    -DBRAID_BUILD_FUZZERS=ON -DBRAID_BUILD_TESTS=OFF -DBRAID_BUILD_BENCH=OFF -DBRAID_WITH_TORCH=OFF >"$build/configure.log" ||
     { cat "$build/configure.log" >&2; die "configuring the fuzz tree failed"; }
 fi
 log "building codec_decode_fuzz and codec_fuzz_seeds"

@@ -13,7 +13,25 @@ PACKAGES=(
   gnuplot-nox                     # braid-bench --plot
   iproute2 procps                 # ip netns / pgrep in tests
   clang libclang-rt-14-dev llvm-14  # tests/fuzz: clang++, libFuzzer + ASan/UBSan runtimes, llvm-symbolizer
+  libtorch-dev zlib1g-dev         # braid::torch and braid-train (LibTorch 1.13, CPU)
+  libopenblas-dev                 # the BLAS LibTorch must use (see select_openblas below)
+  dataset-fashion-mnist fortunes  # braid-train's data: Fashion-MNIST IDX files, the fortunes corpus
+  python3-torch                   # the PyTorch DDP peer in bench/compare_ddp.sh
 )
+
+# Debian's LibTorch calls the generic libblas.so.3 / liblapack.so.3, which the alternatives
+# system may point at the reference BLAS: ~20x slower matmuls than OpenBLAS on braid-train's
+# models. Point both at OpenBLAS (pthread build) explicitly, whatever was there before.
+select_openblas() {
+  local arch lib
+  arch=$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || echo x86_64-linux-gnu)
+  for lib in libblas.so.3 liblapack.so.3; do
+    local target=/usr/lib/$arch/openblas-pthread/$lib
+    if [ -e "$target" ] && [ "$(readlink -f "/usr/lib/$arch/$lib")" != "$(readlink -f "$target")" ]; then
+      $SUDO update-alternatives --set "$lib-$arch" "$target"
+    fi
+  done
+}
 
 missing=()
 for pkg in "${PACKAGES[@]}"; do
@@ -22,14 +40,17 @@ for pkg in "${PACKAGES[@]}"; do
   fi
 done
 
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+
 if [ ${#missing[@]} -eq 0 ]; then
   echo "setup: all ${#PACKAGES[@]} packages present"
+  select_openblas
   exit 0
 fi
 
-SUDO=""
-if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 echo "setup: installing ${missing[*]}"
 $SUDO apt-get update -q
 DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
+select_openblas
 echo "setup: done"

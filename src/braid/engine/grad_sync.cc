@@ -260,15 +260,41 @@ void GradSync::rebuild_from_rank0_order() {
     }
   }
   broadcast(comm_, order.data(), static_cast<std::int64_t>(order.size()), DType::kI32, 0);
-  std::vector<engine::ParamInfo> infos;
-  for (const Param& p : params_) infos.push_back({.name = p.name, .count = p.count});
   std::vector<int> as_int(order.begin(), order.end());
-  engine::BucketPlan rebuilt = engine::plan_buckets(infos, as_int, plan_.cap_bytes);
+  engine::BucketPlan rebuilt = engine::plan_buckets(param_infos(), as_int, plan_.cap_bytes);
   if (rebuilt == plan_) return;
   adopt_plan(std::move(rebuilt));
   state_.clear();
 }
 
 void GradSync::set_sync(bool on) { sync_ = on; }
+
+std::vector<engine::ParamInfo> GradSync::param_infos() const {
+  std::vector<engine::ParamInfo> infos;
+  for (const Param& p : params_) infos.push_back({.name = p.name, .count = p.count});
+  return infos;
+}
+
+GradSyncSnapshot GradSync::snapshot() const {
+  GradSyncSnapshot snapshot{.step = step_, .compression_state = state_.serialize()};
+  if (planned_) {
+    for (const engine::Bucket& bucket : plan_.buckets) {
+      snapshot.bucket_order.insert(snapshot.bucket_order.end(), bucket.params.begin(), bucket.params.end());
+    }
+  }
+  return snapshot;
+}
+
+void GradSync::restore(const GradSyncSnapshot& snapshot) {
+  ErrorContext context{.rank = comm_.rank(), .op = "GradSync::restore"};
+  if (step_ != 0 || planned_) throw InvalidArgument(context, "restore() must come before the first step");
+  if (snapshot.step < 0) throw InvalidArgument(context, fmt::format("negative step {}", snapshot.step));
+  if (!snapshot.bucket_order.empty()) {
+    ensure_plan();  // for the byte cap, which depends only on the parameters
+    adopt_plan(engine::plan_buckets(param_infos(), snapshot.bucket_order, plan_.cap_bytes));
+  }
+  state_.deserialize(snapshot.compression_state);
+  step_ = snapshot.step;
+}
 
 }  // namespace braid

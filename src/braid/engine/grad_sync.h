@@ -63,6 +63,16 @@ struct GradSyncOptions {
   trace::TraceRecorder* trace = nullptr;
 };
 
+// What a training checkpoint needs to resume GradSync exactly where it stopped: the step (the
+// compression policy's warm-up and schedule count it), the bucket order in force (rebuilt from
+// rank 0's order after the first step; a resumed run must pack the same buckets, which key the
+// residuals) and this rank's error-feedback state.
+struct GradSyncSnapshot {
+  std::int64_t step = 0;
+  std::vector<int> bucket_order;            // parameters in bucket order; empty before planning
+  std::vector<std::byte> compression_state; // CompressionState::serialize()
+};
+
 // One synchronised step.
 struct GradSyncStats {
   std::int64_t step = 0;
@@ -105,6 +115,12 @@ class GradSync {
   compress::CompressionState& compression_state() { return state_; }
   std::int64_t step() const { return step_; }
 
+  // Checkpointing. snapshot() between steps; restore() on a GradSync with the same parameters
+  // registered, before its first step (InvalidArgument otherwise, or for an order that is not
+  // a permutation of the parameters; Corrupt for a damaged compression state).
+  GradSyncSnapshot snapshot() const;
+  void restore(const GradSyncSnapshot& snapshot);
+
  private:
   struct Param {
     std::string name;
@@ -115,6 +131,7 @@ class GradSync {
   struct BucketRun;  // one bucket's buffer and its in-flight allreduce
 
   void ensure_plan();
+  std::vector<engine::ParamInfo> param_infos() const;
   void adopt_plan(engine::BucketPlan plan);
   void launch(int bucket);  // REQUIRES: mu_ held
   void check_same_model();

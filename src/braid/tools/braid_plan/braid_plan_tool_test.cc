@@ -1,0 +1,221 @@
+// The braid-plan binary from the outside: what a user sees, --json and --explain, the
+// calibration round trip through files, and the exit codes and messages for bad input.
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+namespace braid::plan::cli {
+namespace {
+
+struct ToolResult {
+  int exit_code = -1;
+  std::string output;  // stdout and stderr together
+};
+
+ToolResult run_tool(const std::string& args) {
+  std::string command = std::string(BRAID_BIN_DIR) + "/braid-plan " + args + " 2>&1";
+  ToolResult result;
+  FILE* pipe = ::popen(command.c_str(), "r");
+  if (pipe == nullptr) return result;
+  char buffer[4096];
+  std::size_t n;
+  while ((n = std::fread(buffer, 1, sizeof(buffer), pipe)) > 0) result.output.append(buffer, n);
+  int status = ::pclose(pipe);
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return result;
+}
+
+nlohmann::json run_json(const std::string& args) {
+  ToolResult r = run_tool(args + " --json");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  return nlohmann::json::parse(r.output, nullptr, false);
+}
+
+double result_value(const nlohmann::json& doc, const std::string& name) {
+  for (const auto& section : doc["sections"]) {
+    for (const auto& item : section["results"]) {
+      if (item["name"] == name) return item["value"].get<double>();
+    }
+  }
+  ADD_FAILURE() << "no result " << name << " in " << doc.dump();
+  return NAN;
+}
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+class TempDir {
+ public:
+  TempDir() {
+    std::string pattern = (std::filesystem::temp_directory_path() / "braid-plan-test-XXXXXX").string();
+    path_ = ::mkdtemp(pattern.data()) ? pattern : "";
+  }
+  ~TempDir() {
+    std::error_code ec;
+    if (!path_.empty()) std::filesystem::remove_all(path_, ec);
+  }
+  std::string file(const std::string& name) const { return path_ + "/" + name; }
+
+ private:
+  std::string path_;
+};
+
+TEST(BraidPlanToolTest, HelpListsEverySubcommand) {
+  ToolResult help = run_tool("--help");
+  EXPECT_EQ(help.exit_code, 0) << help.output;
+  for (const char* sub : {"volume", "memory", "kv", "bubble", "collective", "step", "advise", "calibrate"}) {
+    EXPECT_TRUE(contains(help.output, sub)) << sub << "\n" << help.output;
+  }
+  EXPECT_NE(run_tool("").exit_code, 0);  // a subcommand is required
+  EXPECT_EQ(run_tool("step --help").exit_code, 0);
+}
+
+TEST(BraidPlanToolTest, VolumeReproducesTheSeedsDataParallelNumber) {
+  nlohmann::json doc = run_json("volume --params 70B --dtype fp16 --dp 1024");
+  ASSERT_FALSE(doc.is_discarded());
+  EXPECT_NEAR(result_value(doc, "dp_allreduce_bytes_per_rank"), 280e9, 0.3e9);  // seeds/004 2.2: ~280 GB
+  ToolResult text = run_tool("volume --params 70B --dtype fp16 --dp 1024");
+  EXPECT_TRUE(contains(text.output, "279.73 GB")) << text.output;
+}
+
+TEST(BraidPlanToolTest, ExplainSubstitutesTheNumbers) {
+  ToolResult kv = run_tool("kv --model llama-70b --tokens 2048 --explain");
+  ASSERT_EQ(kv.exit_code, 0) << kv.output;
+  EXPECT_TRUE(contains(kv.output, "= 2 x L x n_kv_heads x d_head x bytes")) << kv.output;
+  EXPECT_TRUE(contains(kv.output, "= 2 x 80 x 8 x 128 x 2 B")) << kv.output;
+  EXPECT_TRUE(contains(kv.output, "671.09 MB")) << kv.output;
+  ToolResult bubble = run_tool("bubble --pp 4 -m 8 --schedule 1f1b --explain");
+  EXPECT_TRUE(contains(bubble.output, "27.27%")) << bubble.output;
+  EXPECT_TRUE(contains(bubble.output, "(4-1) / (8 + 4 - 1)")) << bubble.output;
+}
+
+TEST(BraidPlanToolTest, EverySubcommandRunsWithDefaultsAndJson) {
+  for (const char* args : {"volume --dp 8 --tp 2 --pp 2 -m 4 --experts 8", "memory --zero 3 --dp 8", "kv", "bubble",
+                           "collective", "step", "advise --top 3", "quant --params 7B", "kernel"}) {
+    ToolResult text = run_tool(args);
+    EXPECT_EQ(text.exit_code, 0) << args << "\n" << text.output;
+    nlohmann::json doc = run_json(args);
+    EXPECT_FALSE(doc.is_discarded()) << args;
+  }
+}
+
+TEST(BraidPlanToolTest, AdviseRanksLayouts) {
+  nlohmann::json doc = run_json("advise --model llama-70b --nodes 4 --global-batch 256 --top 5");
+  ASSERT_FALSE(doc.is_discarded());
+  const auto& rows = doc["tables"][0]["rows"];
+  ASSERT_GE(rows.size(), 1u);
+  EXPECT_TRUE(rows[0]["fits"].get<bool>());
+  EXPECT_LE(rows[0]["tp"].get<int>(), 8);
+}
+
+TEST(BraidPlanToolTest, StepFlagsBrokenRules) {
+  ToolResult r = run_tool("step --model llama-70b --nodes 2 --tp 16 -m 4");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "tp-inside-node")) << r.output;
+}
+
+// A braid-bench --json file timed by a known ring model: calibrate must give alpha and beta back.
+void write_bench_file(const std::string& path, int ranks, double alpha, double beta) {
+  nlohmann::json rows = nlohmann::json::array();
+  for (double bytes = 65536; bytes <= 256.0 * 1024 * 1024; bytes *= 4) {
+    const double seconds = 2 * (ranks - 1) * alpha + 2.0 * (ranks - 1) / ranks * bytes * beta;
+    rows.push_back({{"size", bytes}, {"count", bytes / 4}, {"type", "f32"}, {"redop", "sum"}, {"time(us)", seconds * 1e6},
+                    {"algbw(GB/s)", bytes / seconds / 1e9}, {"busbw(GB/s)", 0}, {"#wrong", 0}});
+  }
+  nlohmann::json doc = {{"benchmark", "allreduce"},
+                        {"meta", {{"ranks", ranks}, {"algorithm", "ring"}, {"memcpy_gbs", 10}}},
+                        {"rows", rows}};
+  std::ofstream(path) << doc.dump();
+}
+
+TEST(BraidPlanToolTest, CalibrateRecoversAlphaBetaAndFeedsCollective) {
+  TempDir dir;
+  write_bench_file(dir.file("two.json"), 2, 4e-6, 1 / 5e9);
+  write_bench_file(dir.file("four.json"), 4, 4e-6, 1 / 5e9);
+  nlohmann::json doc = run_json("calibrate " + dir.file("two.json") + " " + dir.file("four.json") + " -o " +
+                                dir.file("fit.json"));
+  ASSERT_FALSE(doc.is_discarded());
+  // Exact data: the fit is exact up to rounding (and the JSON's 17 significant digits).
+  EXPECT_NEAR(result_value(doc, "alpha[0]"), 4e-6, 4e-6 * 1e-6);
+  EXPECT_NEAR(result_value(doc, "bandwidth[0]"), 5e9, 5e9 * 1e-6);
+  EXPECT_LT(result_value(doc, "max_relative_error"), 1e-6);
+  EXPECT_EQ(doc["tables"][0]["rows"].size(), 14u);
+  ToolResult text = run_tool("calibrate " + dir.file("two.json"));
+  EXPECT_TRUE(contains(text.output, "predicted(us)")) << text.output;
+  ToolResult predicted = run_tool("collective --bytes 1M --ranks 8 --calibration " + dir.file("fit.json"));
+  EXPECT_EQ(predicted.exit_code, 0) << predicted.output;
+  EXPECT_TRUE(contains(predicted.output, "calibrated_ring")) << predicted.output;
+}
+
+// The algorithm sweep's form: one "<algorithm>(us)" column each, "-" where one did not run.
+TEST(BraidPlanToolTest, CalibrateReadsTheAlgorithmSweep) {
+  TempDir dir;
+  nlohmann::json rows = nlohmann::json::array();
+  for (double bytes = 65536; bytes <= 64.0 * 1024 * 1024; bytes *= 4) {
+    const double ring = 2 * 3 * 5e-6 + 1.5 * bytes / 4e9;
+    const double tree = 2 * 2 * (3e-6 + bytes / 8e9);
+    rows.push_back({{"size", bytes}, {"count", bytes / 4}, {"ring(us)", ring * 1e6}, {"tree(us)", tree * 1e6},
+                    {"hierarchical(us)", "-"}, {"winner", "ring"}});
+  }
+  std::ofstream(dir.file("sweep.json")) << nlohmann::json{{"benchmark", "allreduce algorithms"},
+                                                          {"meta", {{"ranks", 4}, {"dtype", "f32"}}},
+                                                          {"rows", rows}}
+                                               .dump();
+  nlohmann::json doc = run_json("calibrate --segments 1 " + dir.file("sweep.json"));
+  ASSERT_FALSE(doc.is_discarded());
+  ASSERT_EQ(doc["sections"].size(), 2u);  // ring and tree; hierarchical never ran
+  for (const auto& section : doc["sections"]) {
+    const std::string heading = section["heading"];
+    const double alpha = section["results"][0]["value"];
+    const double bandwidth = section["results"][1]["value"];
+    if (heading.find("ring") != std::string::npos) {
+      EXPECT_NEAR(alpha, 5e-6, 5e-12) << heading;
+      EXPECT_NEAR(bandwidth, 4e9, 4e9 * 1e-6) << heading;
+    } else {
+      EXPECT_NEAR(alpha, 3e-6, 3e-12) << heading;
+      EXPECT_NEAR(bandwidth, 8e9, 8e9 * 1e-6) << heading;
+    }
+  }
+}
+
+// Bad input: non-zero exit, and a message that names the field and what it accepts.
+void expect_rejected(const std::string& args, const std::string& message) {
+  ToolResult r = run_tool(args);
+  EXPECT_NE(r.exit_code, 0) << args << "\n" << r.output;
+  EXPECT_TRUE(contains(r.output, message)) << args << "\n" << r.output;
+}
+
+TEST(BraidPlanToolTest, BadInputIsExplained) {
+  expect_rejected("memory --device-memory '80 gigs'", "--device-memory: cannot read '80 gigs'");
+  expect_rejected("volume --params 7X", "--params: cannot read '7X'");
+  expect_rejected("volume --bytes 0 --ranks 4", "--bytes: '0' must be greater than zero");
+  expect_rejected("volume --bytes=-5M --ranks 4", "must be greater than zero");
+  expect_rejected("step --gpus-per-node 6 --tp 3", "tp = 3 must divide heads = 32");
+  expect_rejected("volume --tp 3", "tp = 3 must divide heads = 32");
+  expect_rejected("memory --model llama-70b --pp 81", "pp = 81 is out of range [1, 80]");
+  expect_rejected("step --model llama-7b --nodes 8 --pp 64", "pp = 64 is out of range [1, 32]");
+  expect_rejected("step --model llama-8b", "--model: unknown preset 'llama-8b'");
+  expect_rejected("step --zero 5", "--zero = 5 is out of range [0, 3]");
+  expect_rejected("step --dp 3", "must equal the cluster's 8 devices");
+  expect_rejected("collective --link carrier-pigeon", "--link: unknown link 'carrier-pigeon'");
+  expect_rejected("collective --bandwidth 25GB", "--bandwidth: cannot read '25GB'");
+  expect_rejected("bubble --pp 0", "pp = 0 is out of range");
+  expect_rejected("kv --tp 3", "tp = 3 must divide kv-heads = 8");
+  expect_rejected("step --compression topk:2", "--compression: 'topk:2' needs a ratio R in (0, 1]");
+  expect_rejected("step --tp abc", "--tp");  // CLI11's own error for a non-number
+  expect_rejected("calibrate /nonexistent/bench.json", "/nonexistent/bench.json: cannot open it");
+  TempDir dir;
+  std::ofstream(dir.file("bad.json")) << "{\"hello\": 1}";
+  expect_rejected("calibrate " + dir.file("bad.json"), "not braid-bench --json output");
+}
+
+}  // namespace
+}  // namespace braid::plan::cli

@@ -1,0 +1,33 @@
+// Reading IDX files (LeCun's MNIST format, also Fashion-MNIST's), plain or gzip-compressed:
+// a big-endian header (magic 0x0000 08 NN: unsigned bytes, NN dimensions, then NN u32 sizes)
+// followed by the bytes. Torch-free: the trainer turns the result into tensors.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace braid::train {
+
+struct IdxArray {
+  std::vector<std::int64_t> dims;   // e.g. {60000, 28, 28} or {60000}
+  std::vector<std::uint8_t> data;   // row-major, product(dims) bytes
+};
+
+// Throws InvalidArgument naming the path for a missing or unreadable file, and Corrupt for a
+// bad magic, a dimension count outside 1..4, or a body shorter or longer than the header says.
+IdxArray read_idx(const std::string& path);
+
+// Fashion-MNIST (or MNIST) as the trainer uses it.
+struct ImageSet {
+  std::int64_t count = 0, rows = 0, cols = 0;
+  std::vector<float> pixels;         // count x rows x cols, scaled to [0, 1] then normalised
+  std::vector<std::int64_t> labels;  // count, in 0..9
+};
+
+// Reads <dir>/<prefix>-images-idx3-ubyte[.gz] and <prefix>-labels-idx1-ubyte[.gz] (prefix
+// "train" or "t10k"), keeping the first `limit` samples when limit > 0. Throws InvalidArgument
+// when the files are missing or disagree on the count, Corrupt for a label outside 0..9.
+ImageSet read_image_set(const std::string& dir, const std::string& prefix, std::int64_t limit);
+
+}  // namespace braid::train

@@ -1,0 +1,79 @@
+#include "braid/tools/braid_train/idx_file.h"
+
+#include <gtest/gtest.h>
+#include <zlib.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "braid/base/error.h"
+
+namespace braid::train {
+namespace {
+
+class IdxFileTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("braid-idx-" + std::to_string(::getpid()) + "-" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  static std::vector<std::uint8_t> idx(std::vector<std::uint32_t> dims, const std::vector<std::uint8_t>& body) {
+    std::vector<std::uint8_t> bytes = {0, 0, 0x08, static_cast<std::uint8_t>(dims.size())};
+    for (std::uint32_t d : dims) {
+      for (int shift = 24; shift >= 0; shift -= 8) bytes.push_back(static_cast<std::uint8_t>(d >> shift));
+    }
+    bytes.insert(bytes.end(), body.begin(), body.end());
+    return bytes;
+  }
+  std::string write(const std::string& name, const std::vector<std::uint8_t>& bytes, bool gzip) {
+    std::string path = (dir_ / name).string();
+    if (gzip) {
+      gzFile f = gzopen(path.c_str(), "wb");
+      gzwrite(f, bytes.data(), static_cast<unsigned>(bytes.size()));
+      gzclose(f);
+    } else {
+      std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+    }
+    return path;
+  }
+
+  std::filesystem::path dir_;
+};
+
+TEST_F(IdxFileTest, ReadsPlainAndGzippedFiles) {
+  std::vector<std::uint8_t> body = {1, 2, 3, 4, 5, 6};
+  for (bool gzip : {false, true}) {
+    IdxArray a = read_idx(write(gzip ? "a.gz" : "a", idx({3, 2}, body), gzip));
+    EXPECT_EQ(a.dims, (std::vector<std::int64_t>{3, 2}));
+    EXPECT_EQ(a.data, body);
+  }
+}
+
+TEST_F(IdxFileTest, RejectsMissingTruncatedAndForeignFiles) {
+  EXPECT_THROW(read_idx((dir_ / "missing").string()), InvalidArgument);
+  EXPECT_THROW(read_idx(write("short", idx({3, 2}, {1, 2, 3}), true)), Corrupt);
+  EXPECT_THROW(read_idx(write("long", idx({1}, {1, 2}), false)), Corrupt);
+  EXPECT_THROW(read_idx(write("magic", {0x1f, 0x00, 0x08, 0x01, 0, 0, 0, 0}, false)), Corrupt);
+  EXPECT_THROW(read_idx(write("dims", {0, 0, 0x08, 9}, false)), Corrupt);
+}
+
+TEST_F(IdxFileTest, ImageSetNormalisesPixelsAndChecksLabels) {
+  write("train-images-idx3-ubyte.gz", idx({2, 2, 2}, {0, 255, 0, 255, 0, 0, 0, 0}), true);
+  write("train-labels-idx1-ubyte", idx({2}, {3, 9}), false);
+  ImageSet set = read_image_set(dir_.string(), "train", 0);
+  ASSERT_EQ(set.count, 2);
+  EXPECT_EQ(set.labels, (std::vector<std::int64_t>{3, 9}));
+  EXPECT_FLOAT_EQ(set.pixels[1], (1.0f - 0.2860f) / 0.3530f);
+  EXPECT_EQ(read_image_set(dir_.string(), "train", 1).count, 1);
+  write("t10k-images-idx3-ubyte", idx({1, 2, 2}, {0, 0, 0, 0}), false);
+  write("t10k-labels-idx1-ubyte", idx({2}, {1, 2}), false);
+  EXPECT_THROW(read_image_set(dir_.string(), "t10k", 0), InvalidArgument);  // 1 image, 2 labels
+  write("t10k-labels-idx1-ubyte", idx({1}, {10}), false);
+  EXPECT_THROW(read_image_set(dir_.string(), "t10k", 0), Corrupt);  // label outside 0..9
+}
+
+}  // namespace
+}  // namespace braid::train

@@ -1,0 +1,62 @@
+// braid-train: data-parallel training of real models over braid (the project's main job).
+//   braid-run -n 4 braid-train --model cnn --epochs 2 --compress int8 --json int8.json
+//   braid-run -n 2 braid-train --model gpt --steps 200 --optimizer adam --compress powersgd:4
+//   braid-train compare none.json int8.json     # the runs' last epochs side by side
+// Every rank parses the same command line, so a bad flag fails on every rank at once.
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include "braid/base/error.h"
+#include "braid/comm/communicator.h"
+#include "braid/tools/braid_train/train_config.h"
+#include "braid/tools/braid_train/train_report.h"
+#include "braid/tools/braid_train/trainer.h"
+
+namespace {
+
+int compare(const std::vector<std::string>& files) {
+  std::vector<nlohmann::json> runs;
+  for (const std::string& file : files) {
+    std::ifstream in(file);
+    if (!in) throw braid::InvalidArgument({.op = "braid-train compare"}, file + ": cannot read");
+    try {
+      runs.push_back(nlohmann::json::parse(in));
+    } catch (const nlohmann::json::exception& e) {
+      throw braid::Corrupt({.op = "braid-train compare"}, file + ": not braid-train JSON: " + e.what());
+    }
+  }
+  std::vector<std::string> names;
+  for (const std::string& file : files) names.push_back(std::filesystem::path(file).stem().string());
+  std::fputs(braid::train::comparison_table(runs, names).c_str(), stdout);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"braid-train: data-parallel training (Fashion-MNIST mlp/cnn, character-level gpt on fortunes) over "
+               "braid.\nRun under a launcher: braid-run -n 4 braid-train --model cnn --epochs 2 --compress int8"};
+  braid::train::TrainConfig config;
+  braid::train::add_train_flags(app, config);
+  std::vector<std::string> compare_files;
+  CLI::App* compare_cmd = app.add_subcommand("compare", "print several runs' --json files side by side");
+  compare_cmd->add_option("files", compare_files, "braid-train --json outputs")->required()->check(CLI::ExistingFile);
+  CLI11_PARSE(app, argc, argv);
+  try {
+    if (compare_cmd->parsed()) return compare(compare_files);
+    braid::Communicator comm = braid::Communicator::init();
+    braid::train::validate(config, comm.size());
+    braid::train::train(comm, config);
+    return 0;
+  } catch (const braid::Error& e) {
+    std::fprintf(stderr, "braid-train: error: %s\n", e.what());
+    return 1;
+  } catch (const std::exception& e) {  // LibTorch's c10::Error and the like
+    std::fprintf(stderr, "braid-train: error: %s\n", e.what());
+    return 1;
+  }
+}

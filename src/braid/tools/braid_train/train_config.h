@@ -1,0 +1,56 @@
+// braid-train's settings: the command line (CLI11) and the checks that make a bad one fail
+// before any rank starts training. Torch-free.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace CLI {
+class App;
+}
+
+namespace braid::train {
+
+struct TrainConfig {
+  std::string model = "mlp";         // mlp | cnn | gpt
+  std::string data;                  // default: Fashion-MNIST's or fortunes' Debian directory
+  std::int64_t epochs = 2;
+  std::int64_t steps = 0;            // > 0: stop after this many optimizer steps (overrides epochs)
+  std::int64_t batch = 128;          // global: samples per optimizer step, over all ranks
+  double lr = 0;                     // 0: the optimizer's default (sgd 0.02, adam 1e-3)
+  std::string optimizer = "sgd";     // sgd (momentum 0.9) | adam
+  std::string compress = "none";     // a codec spec (compress/codec_spec.h)
+  std::int64_t compress_min_elements = 65536;  // smaller tensors go uncompressed
+  std::int64_t warmup_steps = 0;     // uncompressed steps first
+  bool overlap = true;
+  std::string bucket_mb = "25";      // MiB per bucket, or auto
+  std::int64_t accumulate = 1;       // micro-batches per optimizer step
+  std::string checkpoint_dir;
+  std::int64_t checkpoint_every = 0; // steps; 0: at the end of each epoch and of the run
+  bool resume = false;
+  std::string trace_dir;
+  std::string json_path;
+  std::string export_path;           // rank 0 saves the final model (torch::save) here
+  int threads = 1;                   // intra-op threads per rank (torch and OpenBLAS)
+  std::uint64_t seed = 1;
+  std::int64_t train_samples = 0;    // > 0: use only the first N training samples (windows for gpt)
+  std::int64_t test_samples = 0;     // > 0: evaluate on the first N test samples
+  std::int64_t context = 64;         // gpt: tokens per sample
+  double log_interval = 2.0;         // seconds between progress lines on rank 0
+  bool check_replicas = false;       // compare every rank's parameters after every step
+  bool quiet = false;                // no progress lines (epoch lines and the summary remain)
+
+  std::string data_dir() const;      // `data`, or the model's default
+  double learning_rate() const;      // `lr`, or the optimizer's default
+  // What a checkpoint must agree with to be resumed (everything that shapes the trajectory).
+  std::string fingerprint(int world) const;
+};
+
+// Registers every flag on `app`, writing into `config`.
+void add_train_flags(CLI::App& app, TrainConfig& config);
+
+// Throws InvalidArgument naming the flag and its valid range for a bad value, or a global
+// batch that the world size (times --accumulate) does not divide.
+void validate(const TrainConfig& config, int world);
+
+}  // namespace braid::train

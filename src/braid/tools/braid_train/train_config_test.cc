@@ -1,0 +1,76 @@
+#include "braid/tools/braid_train/train_config.h"
+
+#include <gtest/gtest.h>
+
+#include <CLI/CLI.hpp>
+
+#include "braid/base/error.h"
+
+namespace braid::train {
+namespace {
+
+TrainConfig parse(std::vector<std::string> args) {
+  CLI::App app;
+  TrainConfig config;
+  add_train_flags(app, config);
+  std::reverse(args.begin(), args.end());
+  app.parse(args);
+  return config;
+}
+
+std::string error_of(const TrainConfig& config, int world) {
+  try {
+    validate(config, world);
+  } catch (const InvalidArgument& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(TrainConfig, ParsesTheIssueFlags) {
+  TrainConfig c = parse({"--model", "gpt", "--steps", "10", "--batch", "32", "--optimizer", "adam", "--compress",
+                         "topk:0.01", "--overlap", "off", "--bucket-mb", "auto", "--accumulate", "2", "--threads", "2"});
+  EXPECT_EQ(c.model, "gpt");
+  EXPECT_FALSE(c.overlap);
+  EXPECT_EQ(c.bucket_mb, "auto");
+  EXPECT_DOUBLE_EQ(c.learning_rate(), 1e-3);
+  EXPECT_EQ(c.data_dir(), "/usr/share/games/fortunes");
+  EXPECT_EQ(error_of(c, 4), "");
+}
+
+TEST(TrainConfig, RejectsUnknownFlagsAndValues) {
+  EXPECT_THROW(parse({"--no-such-flag"}), CLI::ParseError);
+  EXPECT_THROW(parse({"--model", "resnet"}), CLI::ParseError);
+  EXPECT_THROW(parse({"--overlap", "maybe"}), CLI::ParseError);
+}
+
+TEST(TrainConfig, NamesTheFlagAndRangeOfABadValue) {
+  TrainConfig c;
+  c.batch = 100;
+  EXPECT_NE(error_of(c, 3).find("--batch 100 is not divisible by the world size 3"), std::string::npos);
+  c.batch = 96;
+  c.accumulate = 0;
+  EXPECT_NE(error_of(c, 3).find("--accumulate 0"), std::string::npos);
+  c = TrainConfig{};
+  c.compress = "topk:2";
+  EXPECT_NE(error_of(c, 2).find("topk"), std::string::npos);
+  c = TrainConfig{};
+  c.resume = true;
+  EXPECT_NE(error_of(c, 2).find("--resume needs --checkpoint-dir"), std::string::npos);
+  c = TrainConfig{};
+  c.threads = 0;
+  EXPECT_NE(error_of(c, 2).find("--threads 0"), std::string::npos);
+}
+
+TEST(TrainConfig, FingerprintCoversWhatShapesTheTrajectoryButNotItsLength) {
+  TrainConfig a, b;
+  b.epochs = 9;
+  b.steps = 77;
+  EXPECT_EQ(a.fingerprint(2), b.fingerprint(2));
+  EXPECT_NE(a.fingerprint(2), a.fingerprint(4));
+  b.compress = "int8";
+  EXPECT_NE(a.fingerprint(2), b.fingerprint(2));
+}
+
+}  // namespace
+}  // namespace braid::train

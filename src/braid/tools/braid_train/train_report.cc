@@ -1,0 +1,104 @@
+#include "braid/tools/braid_train/train_report.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+namespace braid::train {
+namespace {
+
+std::string megabytes(std::uint64_t bytes) { return fmt::format("{:.1f} MB", static_cast<double>(bytes) / 1e6); }
+
+std::string quality(const EpochFigures& e, bool classification) {
+  if (classification) return fmt::format("test accuracy {:.2f}%", 100 * e.test_accuracy);
+  return fmt::format("val loss {:.4f} (perplexity {:.2f})", e.test_loss, std::exp(e.test_loss));
+}
+
+double throughput(const EpochFigures& e) { return e.samples_per_second() * static_cast<double>(e.tokens_per_sample); }
+
+}  // namespace
+
+std::string epoch_line(const EpochFigures& e, bool classification) {
+  return fmt::format("epoch {}: train loss {:.4f}  {}  {:.0f} {}/s  communication {:.0f}% of step time (exposed {:.0f}%)  "
+                     "{} on the wire (rank 0)  compression {:.1f}x",
+                     e.epoch, e.train_loss, quality(e, classification), throughput(e),
+                     classification ? "samples" : "tokens", 100 * e.communication_share(), 100 * e.exposed_share(),
+                     megabytes(e.wire_bytes), e.compression_ratio());
+}
+
+std::string summary_table(const RunSummary& s, bool classification) {
+  std::string out = fmt::format("\nbraid-train {}: {} ranks x {} thread(s), {} parameters, compress {}, overlap {}{}\n",
+                                s.model, s.world, s.threads, s.parameters, s.compress, s.overlap ? "on" : "off",
+                                s.resumed ? ", resumed from a checkpoint" : "");
+  out += fmt::format("{:>5} {:>6} {:>10} {:>11} {:>12} {:>7} {:>8} {:>10} {:>6}\n", "epoch", "steps", "train loss",
+                     classification ? "test acc %" : "val loss", classification ? "samples/s" : "tokens/s", "comm %",
+                     "exposed%", "wire MB", "ratio");
+  for (const EpochFigures& e : s.epochs) {
+    out += fmt::format("{:>5} {:>6} {:>10.4f} {:>11.2f} {:>12.0f} {:>7.1f} {:>8.1f} {:>10.1f} {:>6.1f}\n", e.epoch,
+                       e.steps, e.train_loss, classification ? 100 * e.test_accuracy : e.test_loss, throughput(e),
+                       100 * e.communication_share(), 100 * e.exposed_share(), static_cast<double>(e.wire_bytes) / 1e6,
+                       e.compression_ratio());
+  }
+  out += fmt::format("{} optimizer steps; final parameters identical on every rank (crc32c {:08x}); BLAS: {}\n",
+                     s.steps, s.parameter_digest, s.blas);
+  return out;
+}
+
+nlohmann::json to_json(const RunSummary& s, const TrainConfig& c) {
+  nlohmann::json epochs = nlohmann::json::array();
+  for (const EpochFigures& e : s.epochs) {
+    epochs.push_back({{"epoch", e.epoch},
+                      {"steps", e.steps},
+                      {"samples", e.samples},
+                      {"train_loss", e.train_loss},
+                      {"test_loss", e.test_loss},
+                      {"test_accuracy", e.test_accuracy},
+                      {"seconds", e.seconds},
+                      {"samples_per_second", e.samples_per_second()},
+                      {"tokens_per_second", throughput(e)},
+                      {"communication_share", e.communication_share()},
+                      {"exposed_share", e.exposed_share()},
+                      {"communication_seconds", e.communication_seconds},
+                      {"exposed_seconds", e.exposed_seconds},
+                      {"wire_bytes", e.wire_bytes},
+                      {"dense_wire_bytes", e.dense_wire_bytes},
+                      {"compression_ratio", e.compression_ratio()}});
+  }
+  return {{"model", s.model},
+          {"world", s.world},
+          {"threads", s.threads},
+          {"parameters", s.parameters},
+          {"compress", s.compress},
+          {"overlap", s.overlap},
+          {"batch", c.batch},
+          {"accumulate", c.accumulate},
+          {"optimizer", c.optimizer},
+          {"lr", c.learning_rate()},
+          {"blas", s.blas},
+          {"data", s.data},
+          {"steps", s.steps},
+          {"resumed", s.resumed},
+          {"parameter_digest", fmt::format("{:08x}", s.parameter_digest)},
+          {"epochs", epochs}};
+}
+
+std::string comparison_table(const std::vector<nlohmann::json>& runs, const std::vector<std::string>& names) {
+  std::string out = fmt::format("{:<28} {:>9} {:>8} {:>12} {:>11} {:>7} {:>8} {:>9} {:>6}\n", "run", "compress",
+                                "overlap", "throughput/s", "quality", "comm %", "exposed%", "wire MB", "ratio");
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    const nlohmann::json& run = runs[i];
+    if (!run.contains("epochs") || run["epochs"].empty()) continue;
+    const nlohmann::json& last = run["epochs"].back();
+    bool classification = last.value("test_accuracy", -1.0) >= 0;
+    std::string quality = classification ? fmt::format("{:.2f}% acc", 100 * last.value("test_accuracy", 0.0))
+                                         : fmt::format("{:.3f} loss", last.value("test_loss", 0.0));
+    out += fmt::format("{:<28} {:>9} {:>8} {:>12.0f} {:>11} {:>7.1f} {:>8.1f} {:>9.1f} {:>6.1f}\n", names[i],
+                       run.value("compress", "?"), run.value("overlap", true) ? "on" : "off",
+                       last.value(classification ? "samples_per_second" : "tokens_per_second", 0.0), quality,
+                       100 * last.value("communication_share", 0.0), 100 * last.value("exposed_share", 0.0),
+                       last.value("wire_bytes", 0.0) / 1e6, last.value("compression_ratio", 1.0));
+  }
+  return out;
+}
+
+}  // namespace braid::train

@@ -1,0 +1,62 @@
+// What braid-train reports: one record per epoch, the run's summary, the lines and tables rank
+// 0 prints, and the JSON file. Torch-free.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "braid/tools/braid_train/train_config.h"
+
+namespace braid::train {
+
+struct EpochFigures {
+  std::int64_t epoch = 0;            // 1-based
+  std::int64_t steps = 0;            // optimizer steps in this epoch (this run)
+  std::int64_t samples = 0;          // global samples trained on
+  double train_loss = 0;             // mean over ranks and steps
+  double test_loss = 0;              // mean per sample (per token for gpt)
+  double test_accuracy = -1;         // classification only, in [0, 1]
+  double seconds = 0;                // training time (evaluation excluded)
+  double step_seconds = 0;           // summed step durations (rank 0)
+  double communication_seconds = 0; // summed bucket allreduce durations (rank 0)
+  double exposed_seconds = 0;        // summed waits in synchronize (rank 0)
+  std::uint64_t wire_bytes = 0;      // sent by rank 0
+  std::uint64_t dense_wire_bytes = 0;  // what fp32 ring allreduces would have sent
+  std::uint64_t payload_bytes = 0;
+  std::uint64_t fp32_bytes = 0;      // uncompressed gradient bytes reduced
+  std::int64_t tokens_per_sample = 1;
+
+  double samples_per_second() const { return seconds > 0 ? samples / seconds : 0; }
+  double communication_share() const { return step_seconds > 0 ? communication_seconds / step_seconds : 0; }
+  double exposed_share() const { return step_seconds > 0 ? exposed_seconds / step_seconds : 0; }
+  double compression_ratio() const { return payload_bytes > 0 ? double(fp32_bytes) / double(payload_bytes) : 1; }
+};
+
+struct RunSummary {
+  std::string model;
+  int world = 1;
+  int threads = 1;
+  std::int64_t parameters = 0;
+  std::string compress;
+  bool overlap = true;
+  std::string blas;
+  std::string data;
+  std::vector<EpochFigures> epochs;
+  std::int64_t steps = 0;
+  std::uint32_t parameter_digest = 0;  // CRC32C of the final parameters (identical on every rank)
+  bool resumed = false;
+};
+
+// "epoch 2: train loss 0.412  test accuracy 85.31%  1843 samples/s  communication 23% ..."
+std::string epoch_line(const EpochFigures& epoch, bool classification);
+// The closing table: one row per epoch plus the run's figures.
+std::string summary_table(const RunSummary& summary, bool classification);
+
+nlohmann::json to_json(const RunSummary& summary, const TrainConfig& config);
+// `braid-train compare A.json B.json ...`: the runs' last epochs side by side.
+std::string comparison_table(const std::vector<nlohmann::json>& runs, const std::vector<std::string>& names);
+
+}  // namespace braid::train

@@ -1,0 +1,196 @@
+#include "braid/torch/checkpoint.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+#include <exception>
+#include <filesystem>
+#include <sstream>
+
+#include "braid/base/error.h"
+#include "braid/collectives/collectives.h"
+#include "braid/trace/atomic_file.h"
+
+namespace braid::torch {
+namespace {
+
+constexpr std::int64_t kFormatVersion = 1;
+
+// Whether `ok` holds on every rank (one allgather), so that all ranks throw together instead
+// of some going on into the next collective.
+bool all_ranks(Communicator& comm, bool ok) {
+  std::vector<std::uint8_t> flags(static_cast<std::size_t>(comm.size()));
+  std::uint8_t mine = ok ? 1 : 0;
+  allgather(comm, &mine, flags.data(), 1, DType::kU8);
+  return std::all_of(flags.begin(), flags.end(), [](std::uint8_t f) { return f == 1; });
+}
+
+::torch::Tensor bytes_tensor(const void* data, std::size_t size) {
+  ::torch::Tensor t = ::torch::empty({static_cast<std::int64_t>(size)}, ::torch::kUInt8);
+  if (size > 0) std::memcpy(t.data_ptr(), data, size);
+  return t;
+}
+
+std::string string_of(const ::torch::Tensor& t) {
+  return std::string(static_cast<const char*>(t.data_ptr()), static_cast<std::size_t>(t.numel()));
+}
+
+// Every rank's serialized compression state, at rank 0 (empty elsewhere): padded to the
+// longest so one fixed-size gather moves them.
+std::vector<std::vector<std::byte>> gather_states(Communicator& comm, const std::vector<std::byte>& mine) {
+  std::vector<std::int64_t> sizes(static_cast<std::size_t>(comm.size()));
+  std::int64_t my_size = static_cast<std::int64_t>(mine.size());
+  allgather(comm, &my_size, sizes.data(), 1, DType::kI64);
+  std::int64_t longest = *std::max_element(sizes.begin(), sizes.end());
+  std::vector<std::byte> padded(static_cast<std::size_t>(longest));
+  std::copy(mine.begin(), mine.end(), padded.begin());
+  std::vector<std::byte> all(comm.rank() == 0 ? padded.size() * sizes.size() : 0);
+  gather(comm, padded.data(), all.data(), longest, DType::kU8, 0);
+  std::vector<std::vector<std::byte>> states;
+  if (comm.rank() != 0) return states;
+  for (std::size_t r = 0; r < sizes.size(); ++r) {
+    auto begin = all.begin() + static_cast<std::ptrdiff_t>(r * padded.size());
+    states.emplace_back(begin, begin + sizes[r]);
+  }
+  return states;
+}
+
+// Parameters and buffers by their full names, flat. (Module::save/load would do, but load
+// rebinds each parameter to the loaded storage with set_(), which detaches it from the gradient
+// accumulator DDP has hooked; copying values in place keeps every tensor where DDP saw it.)
+void write_module_state(::torch::nn::Module& module, ::torch::serialize::OutputArchive& archive) {
+  for (const auto& item : module.named_parameters(/*recurse=*/true)) archive.write("param." + item.key(), item.value());
+  for (const auto& item : module.named_buffers(/*recurse=*/true)) archive.write("buffer." + item.key(), item.value(), true);
+}
+
+void read_module_state(::torch::nn::Module& module, ::torch::serialize::InputArchive& archive,
+                       const ErrorContext& context) {
+  ::torch::NoGradGuard no_grad;
+  auto restore = [&](const std::string& key, ::torch::Tensor& target, bool is_buffer) {
+    ::torch::Tensor stored;
+    archive.read(key, stored, is_buffer);
+    if (!stored.sizes().equals(target.sizes()) || stored.scalar_type() != target.scalar_type()) {
+      throw InvalidArgument(context, fmt::format("checkpoint tensor '{}' has another shape or dtype than the model's", key));
+    }
+    target.copy_(stored);
+  };
+  for (auto& item : module.named_parameters(/*recurse=*/true)) restore("param." + item.key(), item.value(), false);
+  for (auto& item : module.named_buffers(/*recurse=*/true)) restore("buffer." + item.key(), item.value(), true);
+}
+
+std::string encode_archive(DistributedDataParallel& ddp, ::torch::optim::Optimizer& optimizer,
+                           const TrainingPosition& position, const std::string& fingerprint,
+                           const GradSyncSnapshot& snapshot, const std::vector<std::vector<std::byte>>& states) {
+  ::torch::serialize::OutputArchive archive;
+  ::torch::serialize::OutputArchive model, optim;
+  write_module_state(ddp.module(), model);
+  optimizer.save(optim);
+  archive.write("model", model);
+  archive.write("optimizer", optim);
+  archive.write("format", ::torch::tensor({kFormatVersion}, ::torch::kInt64));
+  archive.write("position", ::torch::tensor({position.step, position.epoch, position.batch_in_epoch,
+                                             snapshot.step, static_cast<std::int64_t>(states.size())},
+                                            ::torch::kInt64));
+  archive.write("fingerprint", bytes_tensor(fingerprint.data(), fingerprint.size()));
+  std::vector<std::int64_t> order(snapshot.bucket_order.begin(), snapshot.bucket_order.end());
+  archive.write("bucket_order", ::torch::tensor(order, ::torch::kInt64));
+  for (std::size_t r = 0; r < states.size(); ++r) {
+    archive.write(fmt::format("residuals_rank{}", r), bytes_tensor(states[r].data(), states[r].size()));
+  }
+  std::ostringstream out;
+  archive.save_to(out);
+  return out.str();
+}
+
+}  // namespace
+
+std::string checkpoint_path(const std::string& dir) { return (std::filesystem::path(dir) / "checkpoint.pt").string(); }
+
+void save_checkpoint(Communicator& comm, const std::string& dir, DistributedDataParallel& ddp,
+                     ::torch::optim::Optimizer& optimizer, const TrainingPosition& position,
+                     const std::string& fingerprint) {
+  GradSyncSnapshot snapshot = ddp.grad_sync().snapshot();
+  std::vector<std::vector<std::byte>> states = gather_states(comm, snapshot.compression_state);
+  std::string failure;
+  if (comm.rank() == 0) {
+    try {
+      std::filesystem::create_directories(dir);
+      trace::write_file_atomically(checkpoint_path(dir),
+                                   encode_archive(ddp, optimizer, position, fingerprint, snapshot, states));
+    } catch (const c10::Error& e) {
+      failure = e.what_without_backtrace();
+    } catch (const std::exception& e) {
+      failure = e.what();
+    }
+  }
+  if (!all_ranks(comm, failure.empty())) {
+    throw SystemError({.rank = comm.rank(), .peer = 0, .op = "save_checkpoint"},
+                      fmt::format("rank 0 could not write {}{}", checkpoint_path(dir),
+                                  failure.empty() ? "" : ": " + failure));
+  }
+}
+
+std::optional<TrainingPosition> load_checkpoint(Communicator& comm, const std::string& dir,
+                                                DistributedDataParallel& ddp, ::torch::optim::Optimizer& optimizer,
+                                                const std::string& fingerprint) {
+  ErrorContext context{.rank = comm.rank(), .op = "load_checkpoint"};
+  std::string path = checkpoint_path(dir);
+  bool exists = std::filesystem::exists(path);
+  // Rank 0 wrote it: when rank 0 has none, nobody resumes.
+  std::uint8_t rank0_has = exists ? 1 : 0;
+  broadcast(comm, &rank0_has, 1, DType::kU8, 0);
+  if (!rank0_has) return std::nullopt;
+
+  std::exception_ptr failure;
+  TrainingPosition position;
+  GradSyncSnapshot snapshot;
+  try {
+    if (!exists) throw InvalidArgument(context, fmt::format("{} exists on rank 0 but not here: the checkpoint "
+                                                            "directory must be shared by every rank", path));
+    ::torch::serialize::InputArchive archive;
+    archive.load_from(path);
+    ::torch::Tensor format, pos, stored_fingerprint, order, residuals;
+    archive.read("format", format);
+    if (format.numel() != 1 || format.item<std::int64_t>() != kFormatVersion) {
+      throw Corrupt(context, fmt::format("{} has checkpoint format {}, this braid reads {}", path,
+                                         format.numel() == 1 ? format.item<std::int64_t>() : -1, kFormatVersion));
+    }
+    archive.read("fingerprint", stored_fingerprint);
+    if (string_of(stored_fingerprint) != fingerprint) {
+      throw InvalidArgument(context, fmt::format("{} was written by another configuration:\n  checkpoint: {}\n  this run:   "
+                                                 "{}\nresume with the same settings, or use another --checkpoint-dir",
+                                                 path, string_of(stored_fingerprint), fingerprint));
+    }
+    archive.read("position", pos);
+    auto p = pos.accessor<std::int64_t, 1>();
+    if (pos.numel() != 5 || p[4] != comm.size()) {
+      throw InvalidArgument(context, fmt::format("{} holds the residuals of {} ranks; this run has {}", path,
+                                                 pos.numel() == 5 ? p[4] : -1, comm.size()));
+    }
+    position = {.step = p[0], .epoch = p[1], .batch_in_epoch = p[2]};
+    snapshot.step = p[3];
+    archive.read("bucket_order", order);
+    for (std::int64_t i = 0; i < order.numel(); ++i) snapshot.bucket_order.push_back(static_cast<int>(order[i].item<std::int64_t>()));
+    archive.read(fmt::format("residuals_rank{}", comm.rank()), residuals);
+    auto* bytes = static_cast<const std::byte*>(residuals.data_ptr());
+    snapshot.compression_state.assign(bytes, bytes + residuals.numel());
+    ::torch::serialize::InputArchive model, optim;
+    archive.read("model", model);
+    archive.read("optimizer", optim);
+    read_module_state(ddp.module(), model, context);
+    optimizer.load(optim);
+    ddp.grad_sync().restore(snapshot);
+  } catch (const Error&) {
+    failure = std::current_exception();
+  } catch (const c10::Error& e) {  // a damaged or foreign archive
+    failure = std::make_exception_ptr(Corrupt(context, fmt::format("cannot read {}: {}", path, e.what_without_backtrace())));
+  }
+  if (!all_ranks(comm, failure == nullptr)) {
+    if (failure) std::rethrow_exception(failure);
+    throw Corrupt(context, fmt::format("another rank could not load {}", path));
+  }
+  return position;
+}
+
+}  // namespace braid::torch

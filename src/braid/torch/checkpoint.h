@@ -1,0 +1,48 @@
+// Training checkpoints: everything needed to continue a data-parallel run as if it had never
+// stopped — the model, the optimizer's state, GradSync's step, bucket order and every rank's
+// error-feedback residuals, and the position in the data (epoch and batch).
+//
+// One file, <dir>/checkpoint.pt (a LibTorch archive), written by rank 0 only: the residuals of
+// the other ranks are gathered to it first, since they differ per rank. It is written to a
+// temporary file and renamed, so a crash mid-save leaves the previous checkpoint intact.
+// Every rank loads the same file (the directory must be visible to every rank, as on one host
+// or a shared file system) and takes its own residuals from it.
+//
+// A checkpoint records a fingerprint of the run's configuration (model, world size, batch,
+// optimizer, compression...): resuming under another one is refused with both fingerprints,
+// because the sampler's shards and the residuals would no longer mean the same thing.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "braid/comm/communicator.h"
+#include "braid/torch/distributed_data_parallel.h"
+
+namespace braid::torch {
+
+struct TrainingPosition {
+  std::int64_t step = 0;            // optimizer steps taken
+  std::int64_t epoch = 0;           // the epoch in progress
+  std::int64_t batch_in_epoch = 0;  // batches of that epoch already trained on
+  bool operator==(const TrainingPosition&) const = default;
+};
+
+std::string checkpoint_path(const std::string& dir);
+
+// Collective. Throws (on every rank) SystemError when rank 0 cannot write the file.
+void save_checkpoint(Communicator& comm, const std::string& dir, DistributedDataParallel& ddp,
+                     ::torch::optim::Optimizer& optimizer, const TrainingPosition& position,
+                     const std::string& fingerprint);
+
+// Collective. Returns nullopt when there is no checkpoint in `dir` yet. Throws InvalidArgument
+// for a checkpoint of another configuration or world size, Corrupt for an unreadable one.
+// Must run before the first training step (GradSync::restore).
+std::optional<TrainingPosition> load_checkpoint(Communicator& comm, const std::string& dir,
+                                                DistributedDataParallel& ddp, ::torch::optim::Optimizer& optimizer,
+                                                const std::string& fingerprint);
+
+}  // namespace braid::torch

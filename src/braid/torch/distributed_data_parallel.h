@@ -1,0 +1,95 @@
+// braid::torch::DistributedDataParallel: PyTorch's DDP for LibTorch models, on braid's GradSync.
+//
+//   auto model = std::make_shared<Net>();
+//   braid::torch::DistributedDataParallel ddp(comm, model, {.bucket_cap = "25"});
+//   torch::optim::SGD opt(model->parameters(), 0.1);
+//   for (...) {
+//     ddp.zero_grad();
+//     loss_fn(model->forward(x), y).backward();   // buckets start their allreduce during backward
+//     ddp.synchronize();                          // gradients are now averaged on every rank
+//     opt.step();
+//   }
+//
+// Construction (collective: every rank constructs its wrapper at the same point):
+//   1. checks every rank registered the same parameters and buffers, by name, dtype and shape
+//      (model_agreement.h: InvalidArgument naming the first difference, on every rank);
+//   2. broadcasts parameters and buffers from rank 0, so every replica starts identical;
+//   3. gives every parameter a gradient tensor up front and registers it with GradSync, and
+//      hooks each parameter's gradient accumulator (the autograd node that adds into .grad):
+//      the hook fires when the gradient is final for this backward, and marks it ready, so a
+//      full bucket's allreduce starts while backward goes on with earlier layers.
+//
+// The gradient tensors must stay where they are: zero_grad() here, or the optimizer's
+// zero_grad() (LibTorch 1.13 zeroes in place), never `p.mutable_grad() = ...` or reset().
+// synchronize() checks and refuses a moved gradient rather than average stale memory.
+//
+// With overlap off no hooks are registered and synchronize() marks every gradient ready after
+// backward: one allreduce burst after compute, the baseline overlap is measured against.
+// no_sync() accumulates gradients locally (gradient accumulation), as in PyTorch.
+// Buffers (e.g. BatchNorm running statistics) are broadcast from rank 0 at the end of every
+// synchronize() when broadcast_buffers is on, so every replica evaluates with rank 0's.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "braid/comm/communicator.h"
+#include "braid/compress/compression_policy.h"
+#include "braid/engine/grad_sync.h"
+
+namespace braid::torch {
+
+struct DdpOptions {
+  std::string bucket_cap = "25";        // MiB per bucket, or "auto" (engine/bucket_plan.h)
+  compress::CompressionPolicy policy;   // default: no compression
+  bool overlap = true;                  // start bucket allreduces from autograd hooks
+  bool allow_unused = false;            // a parameter without a gradient counts as zero
+  bool broadcast_buffers = true;        // rank 0's buffers to every rank after each step
+  trace::TraceRecorder* trace = nullptr;  // records every bucket's allreduce
+};
+
+class DistributedDataParallel {
+ public:
+  // Throws InvalidArgument when the models differ across ranks or a parameter is not a dense
+  // float32 CPU tensor.
+  DistributedDataParallel(Communicator& comm, std::shared_ptr<::torch::nn::Module> module, DdpOptions options = {});
+  ~DistributedDataParallel();
+  DistributedDataParallel(const DistributedDataParallel&) = delete;
+  DistributedDataParallel& operator=(const DistributedDataParallel&) = delete;
+
+  ::torch::nn::Module& module() { return *module_; }
+
+  // Zeroes every gradient in place (keeps the buffers GradSync reads).
+  void zero_grad();
+  // The synchronisation point before the optimizer step: waits for every bucket, writes the
+  // averages into the gradients, broadcasts buffers. Rethrows any communication error.
+  GradSyncStats synchronize();
+  // Gradient accumulation: inside the returned scope, backward only accumulates locally.
+  [[nodiscard]] NoSync no_sync() { return NoSync(*sync_); }
+  // Rank 0's buffers to every rank (done by synchronize() when broadcast_buffers is on).
+  void broadcast_buffers();
+
+  GradSync& grad_sync() { return *sync_; }
+  std::int64_t parameter_count() const;
+
+ private:
+  void broadcast_from_rank0(const std::vector<::torch::Tensor>& tensors);
+  void register_gradients();
+  void check_gradients_in_place() const;
+
+  Communicator& comm_;
+  std::shared_ptr<::torch::nn::Module> module_;
+  DdpOptions options_;
+  std::vector<std::string> names_;
+  std::vector<::torch::Tensor> params_;
+  std::vector<void*> grad_data_;  // where each gradient lived when registered
+  // The hooked accumulators (kept alive: a variable holds its accumulator weakly) and the keys
+  // of our hooks on them, removed when the wrapper goes.
+  std::vector<std::pair<std::shared_ptr<::torch::autograd::Node>, std::uintptr_t>> hooks_;
+  std::unique_ptr<GradSync> sync_;
+};
+
+}  // namespace braid::torch

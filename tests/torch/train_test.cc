@@ -1,0 +1,195 @@
+// braid-train and DistributedDataParallel through real rank processes (braid-run): data
+// parallelism is equivalent to one process with the whole batch, replicas stay bitwise
+// identical, a resumed run matches an uninterrupted one bit for bit, and bad input fails on
+// every rank with a clear message. Runs use tiny subsets and a few steps.
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "launch.h"
+#include "braid/tools/braid_train/models.h"
+
+namespace braid::testing {
+namespace {
+
+class TrainTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("braid-train-test-" + std::to_string(::getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+
+  static LaunchResult train(int ranks, std::vector<std::string> args, double timeout = 240) {
+    args.insert(args.end(), {"--quiet", "--test-samples", "200"});
+    return launch({.ranks = ranks, .program = tool_path("braid-train"), .args = args,
+                   .env = {{"BRAID_TIMEOUT", "60"}}, .timeout_seconds = timeout});
+  }
+  static void expect_success(const LaunchResult& r) {
+    ASSERT_FALSE(r.timed_out) << r.output;
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+  }
+  nlohmann::json json(const std::string& name) const {
+    std::ifstream in(path(name));
+    return nlohmann::json::parse(in);
+  }
+
+  std::filesystem::path dir_;
+};
+
+// Parameters of an exported model, flattened in registration order.
+std::vector<float> exported_parameters(const std::string& model, const std::string& file) {
+  std::shared_ptr<braid::train::TrainModel> m = braid::train::make_model({.name = model, .vocab = 0, .context = 0});
+  auto as_module = std::static_pointer_cast<torch::nn::Module>(m);
+  torch::load(as_module, file);
+  std::vector<float> flat;
+  for (const torch::Tensor& p : m->parameters()) {
+    torch::Tensor c = p.detach().contiguous();
+    flat.insert(flat.end(), c.data_ptr<float>(), c.data_ptr<float>() + c.numel());
+  }
+  return flat;
+}
+
+// N ranks with batch B/N each and one process with batch B see the same samples per step
+// (DistributedSampler strides the same permutation) and average the same per-sample
+// gradients; only the order of the float sums differs (per-rank means, then the mean of those).
+// After 3 SGD steps that changes parameters by a few fp32 ulps of the updates: well below 1e-5
+// absolute for weights of magnitude ~0.05, while a wrong sample, scale or missing rank moves
+// them by >= 1e-3.
+TEST_F(TrainTest, DataParallelMatchesOneProcessWithTheWholeBatch) {
+  std::vector<std::string> common = {"--model", "mlp", "--steps", "3", "--batch", "24", "--train-samples", "240",
+                                     "--lr", "0.1", "--compress-min-elements", "0"};
+  auto args_for = [&](const std::string& out, std::vector<std::string> extra) {
+    std::vector<std::string> args = common;
+    args.insert(args.end(), {"--export", path(out), "--check-replicas"});
+    args.insert(args.end(), extra.begin(), extra.end());
+    return args;
+  };
+  expect_success(train(1, args_for("one.pt", {})));
+  std::vector<float> reference = exported_parameters("mlp", path("one.pt"));
+  struct Case {
+    int ranks;
+    std::vector<std::string> extra;
+  };
+  for (const Case& c : {Case{2, {}}, Case{3, {"--overlap", "off"}}, Case{4, {"--bucket-mb", "1"}},
+                        Case{2, {"--accumulate", "2"}}}) {
+    std::string out = "ranks" + std::to_string(c.ranks) + std::to_string(c.extra.size()) + ".pt";
+    LaunchResult r = train(c.ranks, args_for(out, c.extra));
+    expect_success(r);
+    std::vector<float> got = exported_parameters("mlp", path(out));
+    ASSERT_EQ(got.size(), reference.size());
+    double worst = 0;
+    for (std::size_t i = 0; i < got.size(); ++i) worst = std::max(worst, std::abs(double(got[i]) - reference[i]));
+    EXPECT_LT(worst, 1e-5) << c.ranks << " ranks";
+    EXPECT_GT(worst, -1.0);
+  }
+}
+
+TEST_F(TrainTest, ReplicasStayIdenticalWithCompressionBatchNormAndTheTransformer) {
+  // --check-replicas compares every rank's parameter digest after every step (Mismatch otherwise).
+  expect_success(train(2, {"--model", "cnn", "--steps", "3", "--batch", "16", "--train-samples", "160",
+                           "--compress", "int8", "--compress-min-elements", "0", "--check-replicas"}));
+  expect_success(train(3, {"--model", "gpt", "--steps", "2", "--batch", "6", "--train-samples", "60", "--context",
+                           "32", "--optimizer", "adam", "--compress", "powersgd:2", "--compress-min-elements", "0",
+                           "--check-replicas"}));
+}
+
+TEST_F(TrainTest, ResumedRunMatchesAnUninterruptedOneBitForBit) {
+  for (std::string codec : {"none", "int8"}) {
+    std::vector<std::string> common = {"--model", "mlp", "--batch", "16", "--train-samples", "96", "--compress", codec,
+                                       "--compress-min-elements", "0", "--checkpoint-dir", path("ckpt-" + codec)};
+    auto with = [&](std::vector<std::string> extra) {
+      std::vector<std::string> args = common;
+      args.insert(args.end(), extra.begin(), extra.end());
+      return args;
+    };
+    // 96 samples / 16 = 6 steps per epoch: stop mid-epoch (step 4), finish at step 8 (epoch 2).
+    expect_success(train(2, with({"--steps", "4"})));
+    LaunchResult resumed = train(2, with({"--steps", "8", "--resume", "--json", path("resumed.json")}));
+    expect_success(resumed);
+    EXPECT_GE(resumed.count("resumed from"), 1) << resumed.output;
+    std::vector<std::string> fresh = {"--model", "mlp", "--batch", "16", "--train-samples", "96", "--compress", codec,
+                                      "--compress-min-elements", "0", "--steps", "8", "--json", path("fresh.json")};
+    expect_success(train(2, fresh));
+    EXPECT_EQ(json("resumed.json")["parameter_digest"], json("fresh.json")["parameter_digest"]) << codec;
+    EXPECT_EQ(json("resumed.json")["steps"], 8);
+  }
+}
+
+TEST_F(TrainTest, ResumingUnderAnotherConfigurationIsRefused) {
+  expect_success(train(2, {"--model", "mlp", "--batch", "16", "--train-samples", "64", "--steps", "2",
+                           "--checkpoint-dir", path("ckpt")}));
+  LaunchResult r = train(2, {"--model", "mlp", "--batch", "32", "--train-samples", "64", "--steps", "4",
+                             "--checkpoint-dir", path("ckpt"), "--resume"});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_EQ(r.count("was written by another configuration"), 2) << r.output;
+}
+
+TEST_F(TrainTest, BadInputFailsOnEveryRankWithAClearMessage) {
+  struct Case {
+    std::vector<std::string> args;
+    std::string message;
+  };
+  std::vector<Case> cases = {
+      {{"--data", path("nowhere")}, "no such file"},
+      {{"--batch", "10"}, "not divisible by the world size 4"},
+      {{"--train-samples", "3", "--batch", "4"}, "3 samples, fewer than the 4 ranks"},
+      {{"--model", "gpt", "--data", path("nowhere")}, "no such directory"},
+      {{"--compress", "zstd"}, "zstd"},
+      {{"--no-such-flag"}, "no-such-flag"},
+  };
+  // Every rank checks its input before the first collective, so every rank fails on its own;
+  // braid-run then stops the job at the first failure, which may cut the other ranks short
+  // before they print: at least one message, never a hang, never a training line.
+  for (const Case& c : cases) {
+    LaunchResult r = train(4, c.args, 120);
+    EXPECT_FALSE(r.timed_out);
+    EXPECT_NE(r.exit_code, 0) << r.output;
+    EXPECT_GE(r.count(c.message), 1) << c.message << "\n" << r.output;
+    EXPECT_EQ(r.count("epoch 1:"), 0) << r.output;
+  }
+}
+
+LaunchResult ddp_scenario(int ranks, const std::string& scenario) {
+  return launch({.ranks = ranks, .program = test_program_path("braid-torch-rank"), .args = {scenario},
+                 .env = {{"BRAID_TIMEOUT", "60"}}, .timeout_seconds = 120});
+}
+
+TEST(DistributedDataParallelTest, MismatchedModelsAreNamedOnEveryRank) {
+  LaunchResult r = ddp_scenario(3, "mismatched-model");
+  EXPECT_FALSE(r.timed_out);
+  EXPECT_EQ(r.count("ERROR InvalidArgument"), 3) << r.output;
+  EXPECT_EQ(r.count("the model on rank 1 is not the model on rank 0: its parameter or buffer #0 differs from rank 0's "
+                    "'fc1.weight float [16, 8]'"),
+            3)
+      << r.output;
+  EXPECT_EQ(r.count("here: 'fc1.weight float [17, 8]'"), 1) << r.output;
+}
+
+TEST(DistributedDataParallelTest, UnusedParametersFailByDefaultAndAreZeroWhenAllowed) {
+  LaunchResult r = ddp_scenario(2, "unused-param");
+  EXPECT_EQ(r.count("ERROR InvalidArgument"), 2) << r.output;
+  EXPECT_GE(r.count("spare.weight"), 1) << r.output;
+  LaunchResult ok = ddp_scenario(2, "unused-allowed");
+  ASSERT_EQ(ok.count("PASS unused-allowed"), 2) << ok.output;
+  std::vector<std::string> digests = ok.lines_with("DIGEST");
+  ASSERT_EQ(digests.size(), 2u) << ok.output;
+  EXPECT_EQ(digests[0].substr(digests[0].find("DIGEST")), digests[1].substr(digests[1].find("DIGEST")));
+}
+
+TEST(DistributedDataParallelTest, AReplacedGradientIsRefused) {
+  LaunchResult r = ddp_scenario(2, "replaced-grad");
+  EXPECT_EQ(r.count("the gradient of 'fc1.weight' was replaced"), 2) << r.output;
+}
+
+}  // namespace
+}  // namespace braid::testing
