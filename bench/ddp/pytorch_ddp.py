@@ -69,7 +69,7 @@ class Cnn(nn.Module):
 
 def run(rank, args, port, result_path):
     torch.set_num_threads(args.threads)
-    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    os.environ.update(MASTER_ADDR=args.master_addr, MASTER_PORT=str(port))
     dist.init_process_group("gloo", rank=rank, world_size=args.world)
     torch.manual_seed(args.seed)
     model = Mlp() if args.model == "mlp" else Cnn()
@@ -128,10 +128,16 @@ def main():
     p.add_argument("--test-samples", type=int, default=0)
     p.add_argument("--data", default="/usr/share/datasets/fashion-mnist")
     p.add_argument("--port", type=int, default=29517)
+    p.add_argument("--master-addr", default="127.0.0.1")
+    p.add_argument("--rank", type=int, default=-1,
+                   help="run this one rank only (started by another launcher, e.g. in a network namespace)")
     p.add_argument("--json", required=True)
     args = p.parse_args()
     if args.batch % args.world:
         p.error(f"--batch {args.batch} is not divisible by --world {args.world}")
+    if args.rank >= 0:
+        run(args.rank, args, args.port, args.json)
+        return
     mp.spawn(run, args=(args, args.port, args.json), nprocs=args.world, join=True)
     with open(args.json) as f:
         print(f.read())

@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <set>
@@ -43,6 +44,19 @@ std::vector<std::string> LaunchResult::lines_with(const std::string& needle) con
     if (line.find(needle) != std::string::npos) lines.push_back(line);
   }
   return lines;
+}
+
+ToolResult run_tool(const std::string& tool, const std::string& args) {
+  std::string command = tool_path(tool) + " " + args + " 2>&1";
+  ToolResult result;
+  FILE* pipe = ::popen(command.c_str(), "r");
+  if (pipe == nullptr) return result;
+  char buffer[4096];
+  std::size_t n;
+  while ((n = std::fread(buffer, 1, sizeof(buffer), pipe)) > 0) result.output.append(buffer, n);
+  int status = ::pclose(pipe);
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return result;
 }
 
 std::string tool_path(const std::string& name) { return std::string(BRAID_BIN_DIR) + "/" + name; }

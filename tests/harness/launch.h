@@ -32,6 +32,14 @@ struct LaunchOptions {
 
 LaunchResult launch(const LaunchOptions& options);
 
+// Runs `<bin>/TOOL ARGS 2>&1` through the shell (ARGS is shell syntax) and waits for it: for
+// the tests of a single-process tool's command line (braid-trace, braid-plan).
+struct ToolResult {
+  int exit_code = -1;  // 128 + N when killed by signal N
+  std::string output;  // stdout and stderr together
+};
+ToolResult run_tool(const std::string& tool, const std::string& args);
+
 // Path of a tool (bin/) or test program (tests/) of this build.
 std::string tool_path(const std::string& name);
 std::string test_program_path(const std::string& name);

@@ -94,6 +94,57 @@ TEST_F(TrainTest, DataParallelMatchesOneProcessWithTheWholeBatch) {
   }
 }
 
+// Pipeline parallelism (--pp) runs the same arithmetic as one process with the whole batch: M
+// micro-batch means / M instead of one mean, summed in another order (same bound as above).
+// Every schedule, 2 stages; and 2 pipelines x 2 stages with the stages' gradients averaged
+// over the data-parallel groups.
+TEST_F(TrainTest, PipelineParallelMatchesOneProcessForEverySchedule) {
+  std::vector<std::string> common = {"--model", "mlp", "--steps", "3", "--batch", "24", "--train-samples", "240",
+                                     "--lr", "0.1"};
+  auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = common;
+    args.insert(args.end(), extra.begin(), extra.end());
+    return args;
+  };
+  expect_success(train(1, with({"--export", path("one.pt")})));
+  std::vector<float> reference = exported_parameters("mlp", path("one.pt"));
+  struct Case {
+    int ranks;
+    std::string schedule;
+  };
+  for (const Case& c : {Case{2, "gpipe"}, Case{2, "1f1b"}, Case{2, "interleaved:2"}, Case{2, "zb1"}, Case{4, "1f1b"}}) {
+    std::string out = "pp" + std::to_string(c.ranks) + "-" + c.schedule.substr(0, 5) + ".pt";
+    LaunchResult r = train(c.ranks, with({"--pp", "2", "--microbatches", "4", "--schedule", c.schedule, "--export",
+                                          path(out), "--check-replicas"}));
+    expect_success(r);
+    std::vector<float> got = exported_parameters("mlp", path(out));
+    ASSERT_EQ(got.size(), reference.size());
+    double worst = 0;
+    for (std::size_t i = 0; i < got.size(); ++i) worst = std::max(worst, std::abs(double(got[i]) - reference[i]));
+    EXPECT_LT(worst, 1e-5) << c.ranks << " ranks, " << c.schedule;
+  }
+}
+
+// The transformer cut into 4 stages (9 layers: embeddings, 6 blocks, norm, head) trains like
+// one process: the final training loss agrees to float rounding (1e-4 relative; a wrong
+// gradient or a dropped micro-batch moves it by > 1e-2 after 3 Adam steps).
+TEST_F(TrainTest, TransformerOnFourStagesTrainsLikeOneProcess) {
+  std::vector<std::string> common = {"--model", "gpt", "--steps", "3", "--batch", "8", "--train-samples", "64",
+                                     "--context", "16", "--optimizer", "adam"};
+  auto loss_of = [&](int ranks, std::vector<std::string> extra, const std::string& name) {
+    std::vector<std::string> args = common;
+    args.insert(args.end(), extra.begin(), extra.end());
+    args.insert(args.end(), {"--json", path(name)});
+    expect_success(train(ranks, args));
+    return json(name)["epochs"].back()["train_loss"].get<double>();
+  };
+  double reference = loss_of(1, {}, "one.json");
+  for (std::string schedule : {"1f1b", "interleaved:2", "zb1"}) {
+    double got = loss_of(4, {"--pp", "4", "--microbatches", "4", "--schedule", schedule}, "pp4.json");
+    EXPECT_NEAR(got, reference, 1e-4 * reference) << schedule;
+  }
+}
+
 TEST_F(TrainTest, ReplicasStayIdenticalWithCompressionBatchNormAndTheTransformer) {
   // --check-replicas compares every rank's parameter digest after every step (Mismatch otherwise).
   expect_success(train(2, {"--model", "cnn", "--steps", "3", "--batch", "16", "--train-samples", "160",
@@ -146,6 +197,8 @@ TEST_F(TrainTest, BadInputFailsOnEveryRankWithAClearMessage) {
       {{"--model", "gpt", "--data", path("nowhere")}, "no such directory"},
       {{"--compress", "zstd"}, "zstd"},
       {{"--no-such-flag"}, "no-such-flag"},
+      {{"--pp", "3"}, "--pp 3: must be at least 1 and divide the world size 4"},
+      {{"--pp", "4", "--microbatches", "2", "--schedule", "interleaved:2"}, "multiple"},
   };
   // Every rank checks its input before the first collective, so every rank fails on its own;
   // braid-run then stops the job at the first failure, which may cut the other ranks short

@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include "launch.h"
+
 #include "braid/trace/atomic_file.h"
 #include "braid/trace/chrome_trace.h"
 #include "braid/trace/trace_test_util.h"
@@ -15,23 +17,9 @@ namespace {
 
 using testing::TempDir;
 
-struct ToolResult {
-  int exit_code = -1;
-  std::string output;  // stdout and stderr together
-};
+using braid::testing::ToolResult;
 
-ToolResult run_tool(const std::string& args) {
-  std::string command = std::string(BRAID_BIN_DIR) + "/braid-trace " + args + " 2>&1";
-  ToolResult result;
-  FILE* pipe = ::popen(command.c_str(), "r");
-  if (pipe == nullptr) return result;
-  char buffer[4096];
-  std::size_t n;
-  while ((n = std::fread(buffer, 1, sizeof(buffer), pipe)) > 0) result.output.append(buffer, n);
-  int status = ::pclose(pipe);
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  return result;
-}
+ToolResult run_tool(const std::string& args) { return braid::testing::run_tool("braid-trace", args); }
 
 bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 

@@ -11,28 +11,16 @@
 #include <string>
 
 #include <gtest/gtest.h>
+
+#include "launch.h"
 #include <nlohmann/json.hpp>
 
 namespace braid::plan::cli {
 namespace {
 
-struct ToolResult {
-  int exit_code = -1;
-  std::string output;  // stdout and stderr together
-};
+using braid::testing::ToolResult;
 
-ToolResult run_tool(const std::string& args) {
-  std::string command = std::string(BRAID_BIN_DIR) + "/braid-plan " + args + " 2>&1";
-  ToolResult result;
-  FILE* pipe = ::popen(command.c_str(), "r");
-  if (pipe == nullptr) return result;
-  char buffer[4096];
-  std::size_t n;
-  while ((n = std::fread(buffer, 1, sizeof(buffer), pipe)) > 0) result.output.append(buffer, n);
-  int status = ::pclose(pipe);
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  return result;
-}
+ToolResult run_tool(const std::string& args) { return braid::testing::run_tool("braid-plan", args); }
 
 nlohmann::json run_json(const std::string& args) {
   ToolResult r = run_tool(args + " --json");

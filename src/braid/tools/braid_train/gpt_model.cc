@@ -58,36 +58,33 @@ class Block : public nn::Module {
   nn::Linear up_, down_;
 };
 
-class Gpt : public TrainModel {
+// Token embedding plus learned position embedding: the first layer of the Sequential.
+class Embeddings : public nn::Module {
  public:
-  Gpt(std::int64_t vocab, std::int64_t context)
+  Embeddings(std::int64_t vocab, std::int64_t context)
       : tokens_(register_module("tokens", nn::Embedding(vocab, kWidth))),
-        positions_(register_module("positions", nn::Embedding(context, kWidth))),
-        ln_(register_module("ln", nn::LayerNorm(nn::LayerNormOptions({kWidth})))),
-        head_(register_module("head", nn::Linear(kWidth, vocab))) {
-    for (std::int64_t i = 0; i < kLayers; ++i) {
-      blocks_.push_back(register_module("block" + std::to_string(i), std::make_shared<Block>(context)));
-    }
-  }
+        positions_(register_module("positions", nn::Embedding(context, kWidth))) {}
 
-  ::torch::Tensor forward(const ::torch::Tensor& tokens) override {
+  ::torch::Tensor forward(::torch::Tensor tokens) {
     ::torch::Tensor position = ::torch::arange(tokens.size(1), ::torch::kInt64);
-    ::torch::Tensor x = tokens_->forward(tokens) + positions_->forward(position);
-    for (auto& block : blocks_) x = block->forward(x);
-    return head_->forward(ln_->forward(x));
+    return tokens_->forward(tokens) + positions_->forward(position);
   }
 
  private:
   nn::Embedding tokens_, positions_;
-  nn::LayerNorm ln_;
-  nn::Linear head_;
-  std::vector<std::shared_ptr<Block>> blocks_;
 };
 
 }  // namespace
 
+// Embeddings, the blocks, the final LayerNorm and the head, as one Sequential: 9 layers that
+// pipeline parallelism can cut anywhere.
 std::shared_ptr<TrainModel> make_gpt(std::int64_t vocab, std::int64_t context) {
-  return std::make_shared<Gpt>(vocab, context);
+  nn::Sequential layers;
+  layers->push_back("embeddings", std::make_shared<Embeddings>(vocab, context));
+  for (std::int64_t i = 0; i < kLayers; ++i) layers->push_back("block" + std::to_string(i), std::make_shared<Block>(context));
+  layers->push_back("ln", nn::LayerNorm(nn::LayerNormOptions({kWidth})));
+  layers->push_back("head", nn::Linear(kWidth, vocab));
+  return std::make_shared<TrainModel>(layers);
 }
 
 }  // namespace braid::train

@@ -14,10 +14,17 @@
 
 namespace braid::train {
 
+// Every model is a torch::nn::Sequential of layers (registered as "layers"), so that pipeline
+// parallelism (--pp) can cut it between any two layers (torch/sequential_stage.h).
 class TrainModel : public ::torch::nn::Module {
  public:
+  explicit TrainModel(::torch::nn::Sequential layers) : layers_(register_module("layers", std::move(layers))) {}
   // images: [batch, 1, 28, 28] -> [batch, 10]; tokens: [batch, context] (int64) -> [batch, context, vocab].
-  virtual ::torch::Tensor forward(const ::torch::Tensor& input) = 0;
+  ::torch::Tensor forward(const ::torch::Tensor& input) { return layers_->forward(input); }
+  ::torch::nn::Sequential layers() const { return layers_; }
+
+ private:
+  ::torch::nn::Sequential layers_;
 };
 
 struct ModelSpec {

@@ -5,8 +5,16 @@
 
 #include "braid/base/error.h"
 #include "braid/compress/codec_spec.h"
+#include "braid/parallel/pipeline_schedule.h"
 
 namespace braid::train {
+namespace {
+
+std::string pipeline_part(const TrainConfig& c) {
+  return c.pp > 1 ? fmt::format(" pp={} microbatches={} schedule={}", c.pp, c.microbatches, c.schedule) : "";
+}
+
+}  // namespace
 
 std::string TrainConfig::data_dir() const {
   if (!data.empty()) return data;
@@ -20,9 +28,9 @@ double TrainConfig::learning_rate() const {
 
 std::string TrainConfig::fingerprint(int world) const {
   return fmt::format("model={} world={} batch={} accumulate={} optimizer={} lr={} compress={} min-elements={} "
-                     "warmup={} bucket-mb={} seed={} train-samples={} context={}",
+                     "warmup={} bucket-mb={} seed={} train-samples={} context={}{}",
                      model, world, batch, accumulate, optimizer, learning_rate(), compress, compress_min_elements,
-                     warmup_steps, bucket_mb, seed, train_samples, model == "gpt" ? context : 0);
+                     warmup_steps, bucket_mb, seed, train_samples, model == "gpt" ? context : 0, pipeline_part(*this));
 }
 
 void add_train_flags(CLI::App& app, TrainConfig& c) {
@@ -65,7 +73,31 @@ void add_train_flags(CLI::App& app, TrainConfig& c) {
   app.add_option("--log-interval", c.log_interval, "seconds between progress lines")->capture_default_str();
   app.add_flag("--check-replicas", c.check_replicas, "verify every rank holds identical parameters after each step");
   app.add_flag("--quiet", c.quiet, "no progress lines");
+  app.add_option("--pp", c.pp, "pipeline stages (the world is pp x data-parallel replicas)")->capture_default_str();
+  app.add_option("--microbatches", c.microbatches, "micro-batches per step and pipeline (with --pp)")
+      ->capture_default_str();
+  app.add_option("--schedule", c.schedule, "pipeline schedule: gpipe | 1f1b | interleaved:V | zb1")
+      ->capture_default_str();
 }
+
+namespace {
+
+// With --pp: the batch splits over world/pp replicas and m micro-batches; accumulation is the
+// micro-batches' job, and checkpoints do not cover a pipeline yet.
+void validate_pipeline(const TrainConfig& c, int world) {
+  auto bad = [](const std::string& detail) { throw InvalidArgument({.op = "braid-train"}, detail); };
+  int replicas = world / c.pp;
+  parallel::ParsedKind kind = parallel::parse_schedule_kind(c.schedule);  // names the accepted forms
+  parallel::check_schedule_spec({.kind = kind.kind, .stages = c.pp, .microbatches = c.microbatches, .chunks = kind.chunks});
+  if (c.batch % (static_cast<std::int64_t>(replicas) * c.microbatches) != 0) {
+    bad(fmt::format("--batch {} is not divisible by {} data-parallel replicas x --microbatches {}", c.batch, replicas,
+                    c.microbatches));
+  }
+  if (c.accumulate != 1) bad("--accumulate with --pp: the pipeline's micro-batches already accumulate");
+  if (!c.checkpoint_dir.empty()) bad("--checkpoint-dir with --pp: pipeline checkpoints are not supported yet");
+}
+
+}  // namespace
 
 void validate(const TrainConfig& c, int world) {
   auto bad = [](const std::string& detail) { throw InvalidArgument({.op = "braid-train"}, detail); };
@@ -73,7 +105,11 @@ void validate(const TrainConfig& c, int world) {
   if (c.steps < 0) bad(fmt::format("--steps {}: must be at least 0", c.steps));
   if (c.batch < 1) bad(fmt::format("--batch {}: must be at least 1", c.batch));
   if (c.accumulate < 1) bad(fmt::format("--accumulate {}: must be at least 1", c.accumulate));
-  if (c.batch % (world * c.accumulate) != 0) {
+  if (c.pp < 1 || world % c.pp != 0) {
+    bad(fmt::format("--pp {}: must be at least 1 and divide the world size {}", c.pp, world));
+  }
+  if (c.pp > 1) validate_pipeline(c, world);
+  if (c.batch % (world * c.accumulate) != 0 && c.pp == 1) {
     bad(fmt::format("--batch {} is not divisible by the world size {} x --accumulate {}: every rank must get the "
                     "same number of samples per micro-batch",
                     c.batch, world, c.accumulate));

@@ -39,6 +39,9 @@ struct TrainConfig {
   double log_interval = 2.0;         // seconds between progress lines on rank 0
   bool check_replicas = false;       // compare every rank's parameters after every step
   bool quiet = false;                // no progress lines (epoch lines and the summary remain)
+  int pp = 1;                        // pipeline stages (> 1: pipeline parallelism, DP over world/pp)
+  int microbatches = 4;              // per optimizer step and pipeline (with --pp)
+  std::string schedule = "1f1b";     // gpipe | 1f1b | interleaved:V | zb1 (with --pp)
 
   std::string data_dir() const;      // `data`, or the model's default
   double learning_rate() const;      // `lr`, or the optimizer's default
