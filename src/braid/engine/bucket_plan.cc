@@ -68,18 +68,21 @@ BucketPlan plan_buckets(std::span<const ParamInfo> params, std::span<const int> 
                   .slot_of = std::vector<int>(params.size(), -1),
                   .cap_bytes = cap_bytes};
   std::size_t open_element_bytes = 0;  // element size of the open bucket (0: none open)
+  bool open_alone = false;             // the open bucket holds an `alone` param: closed to others
   for (int id : order) {
     const std::uint64_t b = bytes[static_cast<std::size_t>(id)];
     const std::size_t element_bytes = params[static_cast<std::size_t>(id)].element_bytes;
+    const bool alone = params[static_cast<std::size_t>(id)].alone;
     if (!plan.buckets.empty()) {
       const Bucket& open = plan.buckets.back();
       // Written to avoid overflow: open.bytes may exceed the cap (a single oversize param).
       bool fits = b == 0 || (open.bytes <= cap_bytes && b <= cap_bytes - open.bytes);
-      if (!fits || element_bytes != open_element_bytes) plan.buckets.emplace_back();
+      if (!fits || element_bytes != open_element_bytes || alone || open_alone) plan.buckets.emplace_back();
     } else {
       plan.buckets.emplace_back();
     }
     open_element_bytes = element_bytes;
+    open_alone = alone;
     Bucket& bucket = plan.buckets.back();
     plan.bucket_of[static_cast<std::size_t>(id)] = static_cast<int>(plan.buckets.size()) - 1;
     plan.slot_of[static_cast<std::size_t>(id)] = static_cast<int>(bucket.params.size());

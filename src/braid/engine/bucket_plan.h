@@ -32,6 +32,10 @@ struct ParamInfo {
   std::string name;          // for error messages only
   std::int64_t count = 0;    // elements, >= 0
   std::size_t element_bytes = 4;
+  // Travels in a bucket of its own: PowerSGD compresses a gradient as a matrix, which a flat
+  // bucket of several parameters is not (GradSync sets it for matrices when the policy may
+  // choose powersgd).
+  bool alone = false;
 };
 
 struct Bucket {

@@ -97,6 +97,22 @@ TEST(BucketPlanTest, OversizeParamGetsABucketOfItsOwn) {
   EXPECT_EQ(b.buckets[1].bytes, 4000u);
 }
 
+TEST(BucketPlanTest, AloneParamsTravelInBucketsOfTheirOwn) {
+  // Biases pack together; each matrix (alone: PowerSGD compresses it as a matrix) gets its own.
+  auto params = f32_params({10, 100, 10, 100, 10});
+  params[1].alone = params[3].alone = true;
+  std::vector<int> order{4, 3, 2, 1, 0};
+  BucketPlan plan = plan_buckets(params, order, 1 << 20);
+  ASSERT_EQ(plan.buckets.size(), 5u);
+  EXPECT_THAT(plan.buckets[0].params, ElementsAre(4));
+  EXPECT_THAT(plan.buckets[1].params, ElementsAre(3));
+  EXPECT_THAT(plan.buckets[2].params, ElementsAre(2));
+  EXPECT_THAT(plan.buckets[3].params, ElementsAre(1));
+  params[1].alone = params[3].alone = false;
+  EXPECT_EQ(plan_buckets(params, order, 1 << 20).buckets.size(), 1u);
+  expect_valid_plan(params, order, 1 << 20, plan_buckets(params, order, 1 << 20));
+}
+
 TEST(BucketPlanTest, ZeroSizeParamsJoinTheOpenBucket) {
   auto params = f32_params({0, 5, 0, 0, 5, 0, 1000, 0});
   std::vector<int> order(params.size());

@@ -92,14 +92,10 @@ int GradSync::add_param(std::string name, void* grad, std::int64_t count, DType 
 
 void GradSync::ensure_plan() {
   if (planned_) return;
-  std::vector<engine::ParamInfo> infos;
   std::uint64_t total_bytes = 0;
-  for (const Param& p : params_) {
-    infos.push_back({.name = p.name, .count = p.count});
-    total_bytes += static_cast<std::uint64_t>(p.count) * sizeof(float);
-  }
+  for (const Param& p : params_) total_bytes += static_cast<std::uint64_t>(p.count) * sizeof(float);
   std::uint64_t cap = engine::parse_bucket_cap(options_.bucket_cap, total_bytes, comm_.size());
-  adopt_plan(engine::plan_buckets(infos, engine::reverse_registration_order(static_cast<int>(params_.size())), cap));
+  adopt_plan(engine::plan_buckets(param_infos(), engine::reverse_registration_order(static_cast<int>(params_.size())), cap));
 }
 
 void GradSync::adopt_plan(engine::BucketPlan plan) {
@@ -269,9 +265,28 @@ void GradSync::rebuild_from_rank0_order() {
 
 void GradSync::set_sync(bool on) { sync_ = on; }
 
+namespace {
+
+// Whether some phase, override or the default of the policy compresses with PowerSGD.
+bool may_choose_powersgd(const compress::CompressionPolicy& policy) {
+  const compress::CompressionPolicyOptions& o = policy.options();
+  auto powersgd = [](const compress::CodecSpec& c) { return c.id == compress::CodecId::kPowerSgd; };
+  if (powersgd(o.codec)) return true;
+  for (const auto& phase : o.schedule) if (powersgd(phase.codec)) return true;
+  for (const auto& [pattern, codec] : o.overrides) if (powersgd(codec)) return true;
+  return false;
+}
+
+}  // namespace
+
+// Under a policy that may choose PowerSGD, every matrix travels alone, so that its bucket has
+// its shape and is compressed as the matrix it is (a flat bucket would fall back to none).
 std::vector<engine::ParamInfo> GradSync::param_infos() const {
+  bool matrices_alone = may_choose_powersgd(options_.policy);
   std::vector<engine::ParamInfo> infos;
-  for (const Param& p : params_) infos.push_back({.name = p.name, .count = p.count});
+  for (const Param& p : params_) {
+    infos.push_back({.name = p.name, .count = p.count, .alone = matrices_alone && p.shape.is_matrix()});
+  }
   return infos;
 }
 
