@@ -110,18 +110,22 @@ TEST_F(TrainTest, PipelineParallelMatchesOneProcessForEverySchedule) {
   std::vector<float> reference = exported_parameters("mlp", path("one.pt"));
   struct Case {
     int ranks;
+    int stages;
     std::string schedule;
   };
-  for (const Case& c : {Case{2, "gpipe"}, Case{2, "1f1b"}, Case{2, "interleaved:2"}, Case{2, "zb1"}, Case{4, "1f1b"}}) {
-    std::string out = "pp" + std::to_string(c.ranks) + "-" + c.schedule.substr(0, 5) + ".pt";
-    LaunchResult r = train(c.ranks, with({"--pp", "2", "--microbatches", "4", "--schedule", c.schedule, "--export",
-                                          path(out), "--check-replicas"}));
+  // 2 stages under every schedule, 4 stages (the 6 layers cut 4 ways; interleaved:2 would need
+  // 8 pieces), and 2 pipelines x 2 stages.
+  for (const Case& c : {Case{2, 2, "gpipe"}, Case{2, 2, "1f1b"}, Case{2, 2, "interleaved:2"}, Case{2, 2, "zb1"},
+                        Case{4, 4, "gpipe"}, Case{4, 4, "1f1b"}, Case{4, 4, "zb1"}, Case{4, 2, "1f1b"}}) {
+    std::string out = "pp" + std::to_string(c.ranks) + std::to_string(c.stages) + "-" + c.schedule.substr(0, 5) + ".pt";
+    LaunchResult r = train(c.ranks, with({"--pp", std::to_string(c.stages), "--microbatches", "4", "--schedule",
+                                          c.schedule, "--export", path(out), "--check-replicas"}));
     expect_success(r);
     std::vector<float> got = exported_parameters("mlp", path(out));
     ASSERT_EQ(got.size(), reference.size());
     double worst = 0;
     for (std::size_t i = 0; i < got.size(); ++i) worst = std::max(worst, std::abs(double(got[i]) - reference[i]));
-    EXPECT_LT(worst, 1e-5) << c.ranks << " ranks, " << c.schedule;
+    EXPECT_LT(worst, 1e-5) << c.ranks << " ranks, " << c.stages << " stages, " << c.schedule;
   }
 }
 
@@ -139,7 +143,7 @@ TEST_F(TrainTest, TransformerOnFourStagesTrainsLikeOneProcess) {
     return json(name)["epochs"].back()["train_loss"].get<double>();
   };
   double reference = loss_of(1, {}, "one.json");
-  for (std::string schedule : {"1f1b", "interleaved:2", "zb1"}) {
+  for (std::string schedule : {"gpipe", "1f1b", "interleaved:2", "zb1"}) {
     double got = loss_of(4, {"--pp", "4", "--microbatches", "4", "--schedule", schedule}, "pp4.json");
     EXPECT_NEAR(got, reference, 1e-4 * reference) << schedule;
   }
