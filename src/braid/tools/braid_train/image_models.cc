@@ -10,18 +10,37 @@ namespace nn = ::torch::nn;
 
 // 784-1024-1024-10 with ReLU: 1.86 M parameters, the size of the reference MLP (most of
 // the time goes into two large matrix products, so it measures BLAS and gradient traffic).
+// Layers are appended one statement at a time: initialisation draws from torch's generator in
+// construction order, and a function's arguments have no evaluation order (GCC goes right to
+// left), so Sequential(a, b, c) would initialise the last layer first — unlike PyTorch.
 nn::Sequential mlp_layers() {
-  return nn::Sequential(nn::Flatten(), nn::Linear(784, 1024), nn::ReLU(), nn::Linear(1024, 1024), nn::ReLU(),
-                        nn::Linear(1024, 10));
+  nn::Sequential s;
+  s->push_back(nn::Flatten());
+  s->push_back(nn::Linear(784, 1024));
+  s->push_back(nn::ReLU());
+  s->push_back(nn::Linear(1024, 1024));
+  s->push_back(nn::ReLU());
+  s->push_back(nn::Linear(1024, 10));
+  return s;
 }
 
 // Two conv-BN-ReLU-pool blocks (32, 64 channels) and two linear layers: 0.42 M parameters.
 // BatchNorm's running statistics are buffers: DDP broadcasts rank 0's after every step.
 nn::Sequential cnn_layers() {
-  return nn::Sequential(nn::Conv2d(nn::Conv2dOptions(1, 32, 3).padding(1)), nn::BatchNorm2d(32), nn::ReLU(),
-                        nn::MaxPool2d(2), nn::Conv2d(nn::Conv2dOptions(32, 64, 3).padding(1)), nn::BatchNorm2d(64),
-                        nn::ReLU(), nn::MaxPool2d(2), nn::Flatten(), nn::Linear(64 * 7 * 7, 128), nn::ReLU(),
-                        nn::Linear(128, 10));
+  nn::Sequential s;
+  s->push_back(nn::Conv2d(nn::Conv2dOptions(1, 32, 3).padding(1)));
+  s->push_back(nn::BatchNorm2d(32));
+  s->push_back(nn::ReLU());
+  s->push_back(nn::MaxPool2d(2));
+  s->push_back(nn::Conv2d(nn::Conv2dOptions(32, 64, 3).padding(1)));
+  s->push_back(nn::BatchNorm2d(64));
+  s->push_back(nn::ReLU());
+  s->push_back(nn::MaxPool2d(2));
+  s->push_back(nn::Flatten());
+  s->push_back(nn::Linear(64 * 7 * 7, 128));
+  s->push_back(nn::ReLU());
+  s->push_back(nn::Linear(128, 10));
+  return s;
 }
 
 }  // namespace
