@@ -5,7 +5,6 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
-#include <cstdlib>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -13,6 +12,7 @@
 #include <vector>
 
 #include "launch.h"
+#include "temp_dir.h"
 
 namespace braid::testing {
 namespace {
@@ -41,9 +41,9 @@ TEST(BraidPipelineTool, ScheduleWritesActionListsAndChromeTrace) {
   EXPECT_EQ(actions.count("stage 1: recv-act0<0 F0 recv-act1<0 F1 B0 send-grad0>0 B1 send-grad1>0"), 1)
       << actions.output;
 
-  std::string dir = ::testing::TempDir() + "/braid_pipeline_tool_XXXXXX";
-  ASSERT_NE(::mkdtemp(dir.data()), nullptr);
-  const std::string file = dir + "/zb1.json";
+  TempDir dir("braid-pipeline-tool");
+  ASSERT_FALSE(dir.path().empty());
+  const std::string file = dir.file("zb1.json");
   LaunchResult chrome = pipeline_tool(1, {"schedule", "-s", "zb1", "-p", "3", "-m", "6", "-f", "chrome", "-o", file});
   ASSERT_EQ(chrome.exit_code, 0) << chrome.output;
   std::ifstream in(file);
@@ -52,7 +52,6 @@ TEST(BraidPipelineTool, ScheduleWritesActionListsAndChromeTrace) {
   for (const auto& e : doc["traceEvents"]) compute += e.value("cat", "") == "compute";
   EXPECT_EQ(compute, 3 * 6 * 3);  // stages x micro-batches x (F, I, W)
   EXPECT_EQ(doc["otherData"]["schedule"], "zb1");
-  std::system(("rm -rf '" + dir + "'").c_str());
 }
 
 TEST(BraidPipelineTool, SimulateComparesEverySchedule) {
@@ -85,8 +84,9 @@ TEST(BraidPipelineTool, BadInputIsRefusedWithTheFieldNamed) {
 }
 
 TEST(BraidPipelineTool, RunMeasuresEveryScheduleOnTwoStages) {
-  std::string dir = ::testing::TempDir() + "/braid_pipeline_run_XXXXXX";
-  ASSERT_NE(::mkdtemp(dir.data()), nullptr);
+  TempDir scratch("braid-pipeline-run");
+  ASSERT_FALSE(scratch.path().empty());
+  const std::string& dir = scratch.path();
   LaunchResult r =
       pipeline_tool(2, {"run", "-m", "4", "--forward-ms", "0.2", "--backward-input-ms", "0.2", "--backward-weight-ms",
                         "0.2", "--activation-elements", "256", "--steps", "2", "--warmup", "0", "--trace", dir});
@@ -107,7 +107,6 @@ TEST(BraidPipelineTool, RunMeasuresEveryScheduleOnTwoStages) {
   ASSERT_EQ(odd.exit_code, 0) << odd.output;
   EXPECT_EQ(odd.count("interleaved:2   skipped: microbatches (m) must be a multiple of stages (p)"), 1) << odd.output;
   EXPECT_EQ(odd.count("1f1b "), 1) << odd.output;
-  std::system(("rm -rf '" + dir + "'").c_str());
 }
 
 }  // namespace

@@ -1,35 +1,16 @@
 // Test helpers shared by the trace tests: a scratch directory and hand-made traces.
 #pragma once
 
-#include <stdlib.h>
-
-#include <filesystem>
+#include <cstdint>
 #include <string>
 
 #include "braid/trace/trace_events.h"
+#include "temp_dir.h"
 
 namespace braid::trace::testing {
 
-// A fresh directory under $TMPDIR (or /tmp), removed with everything in it at destruction.
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern = (std::filesystem::temp_directory_path() / "braid-trace-test-XXXXXX").string();
-    path_ = ::mkdtemp(pattern.data()) != nullptr ? pattern : "";
-  }
-  ~TempDir() {
-    std::error_code ec;
-    if (!path_.empty()) std::filesystem::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-
-  const std::string& path() const { return path_; }
-  std::string file(const std::string& name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
-};
+// The harness's scratch directory (tests/harness/temp_dir.h).
+using TempDir = braid::testing::TempDir;
 
 inline constexpr std::int64_t kMs = 1'000'000;  // nanoseconds
 

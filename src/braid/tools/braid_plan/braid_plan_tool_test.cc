@@ -13,6 +13,7 @@
 #include <gtest/gtest.h>
 
 #include "launch.h"
+#include "temp_dir.h"
 #include <nlohmann/json.hpp>
 
 namespace braid::plan::cli {
@@ -40,21 +41,7 @@ double result_value(const nlohmann::json& doc, const std::string& name) {
 
 bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern = (std::filesystem::temp_directory_path() / "braid-plan-test-XXXXXX").string();
-    path_ = ::mkdtemp(pattern.data()) ? pattern : "";
-  }
-  ~TempDir() {
-    std::error_code ec;
-    if (!path_.empty()) std::filesystem::remove_all(path_, ec);
-  }
-  std::string file(const std::string& name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
-};
+using braid::testing::TempDir;
 
 TEST(BraidPlanToolTest, HelpListsEverySubcommand) {
   ToolResult help = run_tool("--help");
