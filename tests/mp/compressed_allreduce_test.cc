@@ -24,7 +24,7 @@ TEST_P(CompressedAllreduceTest, ErrorFeedbackLosesNothingAndSurvivesACheckpoint)
 INSTANTIATE_TEST_SUITE_P(WorldSizes, CompressedAllreduceTest,
                          ::testing::Values(WorldGrid{1, "auto"}, WorldGrid{2, "auto"}, WorldGrid{3, "auto"},
                                            WorldGrid{4, "auto"}, WorldGrid{5, "auto"}, WorldGrid{3, "tcp"},
-                                           WorldGrid{4, "auto", 2}),
+                                           WorldGrid{4, "auto", 2}, WorldGrid{6, "auto", 3}),
                          grid_name);
 
 // Over tcp with ring / pairwise algorithms the bytes the transports carried equal the
@@ -48,18 +48,25 @@ TEST(CompressedConvergenceTest, EveryCodecTrainsLogisticRegressionNearTheUncompr
   EXPECT_EQ(r.count("LOSS "), 8) << r.output;
 }
 
-// Fault kinds run on 3 ranks; see programs/compressed_fault_scenarios.cc.
-LaunchResult run_fault(const std::string& kind) {
-  LaunchOptions options;
-  options.ranks = 3;
-  options.program = test_program_path("braid-test-rank");
-  options.args = {"compressed-fault", kind};
-  options.env = {{"BRAID_TRANSPORT", "auto"}, {"BRAID_TIMEOUT", "60"}};
-  options.braid_run_flags = {"--grace", "20"};
-  return launch(options);
-}
+// Fault kinds (programs/compressed_fault_scenarios.cc) on 3 ranks of one host, and on 2 emulated
+// hosts x 2 ranks, where fp16/int8 take the host-striped scheme: rank 1 and rank 0 then meet in
+// a stripe, and errors must still name them by their ranks in the job.
+class CompressedFaultTest : public ::testing::TestWithParam<WorldGrid> {
+ protected:
+  int ranks() const { return GetParam().ranks; }
+  LaunchResult run_fault(const std::string& kind) const {
+    LaunchOptions options;
+    options.ranks = GetParam().ranks;
+    options.program = test_program_path("braid-test-rank");
+    options.args = {"compressed-fault", kind};
+    options.env = {{"BRAID_TRANSPORT", "auto"}, {"BRAID_TIMEOUT", "60"},
+                   {"BRAID_TEST_EMULATED_HOSTS", std::to_string(GetParam().emulated_hosts)}};
+    options.braid_run_flags = {"--grace", "20"};
+    return launch(options);
+  }
+};
 
-TEST(CompressedFaultTest, FlippedByteUnderChecksumIsCorruptNamingTheSender) {
+TEST_P(CompressedFaultTest, FlippedByteUnderChecksumIsCorruptNamingTheSender) {
   LaunchResult r = run_fault("corrupt");
   EXPECT_FALSE(r.timed_out) << r.output;
   EXPECT_EQ(r.count("NO-ERROR"), 0) << r.output;
@@ -70,7 +77,7 @@ TEST(CompressedFaultTest, FlippedByteUnderChecksumIsCorruptNamingTheSender) {
   EXPECT_NE(lines[0].find("CRC32C"), std::string::npos) << lines[0];
 }
 
-TEST(CompressedFaultTest, OutOfRangeIndexIsCorruptWithoutAChecksum) {
+TEST_P(CompressedFaultTest, OutOfRangeIndexIsCorruptWithoutAChecksum) {
   LaunchResult r = run_fault("tampered-index");
   EXPECT_FALSE(r.timed_out) << r.output;
   EXPECT_EQ(r.count("NO-ERROR"), 0) << r.output;
@@ -78,26 +85,29 @@ TEST(CompressedFaultTest, OutOfRangeIndexIsCorruptWithoutAChecksum) {
   for (const auto& line : r.lines_with("CORRUPT rank")) EXPECT_NE(line.find("rank 1"), std::string::npos) << line;
 }
 
-TEST(CompressedFaultTest, DifferentCodecsOnDifferentRanksAreAMismatch) {
+TEST_P(CompressedFaultTest, DifferentCodecsOnDifferentRanksAreAMismatch) {
   LaunchResult r = run_fault("mismatch");
   EXPECT_FALSE(r.timed_out) << r.output;
   EXPECT_EQ(r.count("NO-ERROR"), 0) << r.output;
   EXPECT_GE(r.count("MISMATCH rank"), 1) << r.output;
 }
 
-TEST(CompressedFaultTest, NonFiniteInputUnderRaiseIsRefusedOnEveryRankWhichThenCarryOn) {
+TEST_P(CompressedFaultTest, NonFiniteInputUnderRaiseIsRefusedOnEveryRankWhichThenCarryOn) {
   LaunchResult r = run_fault("nonfinite-raise");
   EXPECT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_EQ(r.count("INVALID rank"), 3) << r.output;
-  EXPECT_EQ(r.count("RECOVERED rank"), 3) << r.output;
+  EXPECT_EQ(r.count("INVALID rank"), ranks()) << r.output;
+  EXPECT_EQ(r.count("RECOVERED rank"), ranks()) << r.output;
   for (const auto& line : r.lines_with("INVALID rank")) EXPECT_NE(line.find("rank 1's input"), std::string::npos) << line;
 }
 
-TEST(CompressedFaultTest, NonFiniteInputUnderPropagateDecodesToNanInItsBlockOnly) {
+TEST_P(CompressedFaultTest, NonFiniteInputUnderPropagateDecodesToNanInItsBlockOnly) {
   LaunchResult r = run_fault("nonfinite-propagate");
   EXPECT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_EQ(r.count("NAN-BLOCK-OK rank"), 3) << r.output;
+  EXPECT_EQ(r.count("NAN-BLOCK-OK rank"), ranks()) << r.output;
 }
+
+INSTANTIATE_TEST_SUITE_P(Grids, CompressedFaultTest, ::testing::Values(WorldGrid{3, "auto"}, WorldGrid{4, "auto", 2}),
+                         grid_name);
 
 }  // namespace
 }  // namespace braid::testing

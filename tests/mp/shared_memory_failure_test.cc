@@ -1,8 +1,8 @@
 // Failure paths of algorithms that synchronise through shared memory or through
-// sub-communicators (allreduce shm_direct and hierarchical; broadcast, allgather and alltoall
-// shm_direct): a rank
-// killed or frozen in the middle of a run of calls ends every survivor's wait with a clear error naming it, never a hang, and
-// leaves nothing in /dev/shm.
+// sub-communicators (allreduce shm_direct and hierarchical; broadcast, allgather, alltoall and
+// reduce_scatter shm_direct): a rank killed or frozen in the middle of a run of calls ends every
+// survivor's wait with a clear error naming it, a rank calling with a different count ends
+// every rank's call with Mismatch, never a hang, and nothing is left in /dev/shm.
 #include <algorithm>
 #include <ostream>
 #include <regex>
@@ -75,10 +75,22 @@ TEST_P(SharedMemoryFailureTest, FrozenRankIsReportedAsTimeout) {
   expect_survivors_report(r, "TIMEOUT", 10.0);
 }
 
+TEST_P(SharedMemoryFailureTest, MismatchedCountIsReportedAsMismatchOnEveryRank) {
+  // A hang would end in Timeout (a WRONG-ERROR line) after 20 s rather than at the launch limit.
+  LaunchResult r = launch(options("shared-memory-mismatch", "20", "20"));
+  EXPECT_FALSE(r.timed_out) << r.output;
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_EQ(r.count("WRONG-ERROR"), 0) << r.output;
+  EXPECT_EQ(r.count("NO-ERROR"), 0) << r.output;
+  EXPECT_EQ(r.count("MISMATCH rank"), GetParam().ranks) << r.output;
+  for (const auto& id : job_ids_in(r)) EXPECT_TRUE(shm_leftovers(id).empty()) << "job " << id;
+}
+
 INSTANTIATE_TEST_SUITE_P(Algorithms, SharedMemoryFailureTest,
                          ::testing::Values(Case{"shm_direct", 2, 0}, Case{"shm_direct", 3, 0},
                                            Case{"hierarchical", 4, 2}, Case{"shm_direct", 3, 0, "broadcast"},
-                                           Case{"shm_direct", 3, 0, "allgather"}, Case{"shm_direct", 3, 0, "alltoall"}),
+                                           Case{"shm_direct", 3, 0, "allgather"}, Case{"shm_direct", 3, 0, "alltoall"},
+                                           Case{"shm_direct", 3, 0, "reduce_scatter"}),
                          case_name);
 
 }  // namespace

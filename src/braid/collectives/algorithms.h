@@ -20,6 +20,10 @@ bool allreduce_shm_direct_supports(const CollectiveArgs& args);  // every rank o
 // Host-local reduce, allreduce among host leaders, host-local broadcast (host_groups.h).
 void allreduce_hierarchical(const CollectiveArgs& args);
 bool allreduce_hierarchical_supports(const CollectiveArgs& args);  // several hosts, one with several ranks
+// Host-local reduce_scatter, allreduce of shard j among the ranks at position j of each host,
+// host-local allgather (host_groups.h).
+void allreduce_host_striped(const CollectiveArgs& args);
+bool allreduce_host_striped_supports(const CollectiveArgs& args);  // several hosts, equal sizes >= 2
 
 // reduce: count elements; send read only; recv on args.root = op over ranks of send (avg not
 // yet divided), may equal send there; recv is not touched elsewhere.
@@ -49,6 +53,8 @@ bool allgather_shm_direct_supports(const CollectiveArgs& args);  // every rank o
 void reduce_scatter_ring(const CollectiveArgs& args);
 void reduce_scatter_recursive_halving(const CollectiveArgs& args);
 bool reduce_scatter_recursive_halving_supports(const CollectiveArgs& args);  // n a power of two
+void reduce_scatter_shm_direct(const CollectiveArgs& args);
+bool reduce_scatter_shm_direct_supports(const CollectiveArgs& args);  // every rank on one host, over shm
 
 // broadcast: count elements of recv (== send) from args.root to every rank.
 void broadcast_binomial(const CollectiveArgs& args);

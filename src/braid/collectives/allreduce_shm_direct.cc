@@ -30,6 +30,7 @@
 
 #include "braid/collectives/algorithms.h"
 #include "braid/collectives/patterns/ring.h"
+#include "braid/collectives/shm_direct_steps.h"
 #include "braid/collectives/shm_workspace.h"
 
 namespace braid::algorithms {
@@ -74,10 +75,7 @@ class DirectAllreduce {
     const ring::Block mine = ring::block(m, n_, r_);
     std::byte* result = ws_.result(r_);
     auto contribution = [&](int q) { return q == r_ ? input(first + mine.offset) : staged(q, r_); };
-    std::memcpy(result, contribution(0), bytes(mine.count));
-    for (int q = 1; q < n_; ++q) {
-      reduce_into(result, contribution(q), static_cast<std::size_t>(mine.count), a_.dtype, a_.reduce_op);
-    }
+    reduce_in_rank_order(result, n_, contribution, mine.count, a_.dtype, a_.reduce_op);
     write_out_(output(first + mine.offset), result, bytes(mine.count));
     ws_.publish(ShmPhase::kReduced, g);
     ws_.wait_for_peers(ShmPhase::kReduced, g, deadline);
@@ -101,10 +99,7 @@ class DirectAllreduce {
 void small_allreduce(const CollectiveArgs& a, ShmWorkspace& ws) {
   const std::uint64_t call = ws.post_call(a, a.send);
   auto input = [&](int q) { return ws.small_slot(q, call) + ShmWorkspace::kSignatureBytes; };
-  std::memcpy(a.recv, input(0), a.bytes(a.count));
-  for (int q = 1; q < a.comm.size(); ++q) {
-    reduce_into(a.recv, input(q), static_cast<std::size_t>(a.count), a.dtype, a.reduce_op);
-  }
+  reduce_in_rank_order(a.recv, a.comm.size(), input, a.count, a.dtype, a.reduce_op);
 }
 
 bool allreduce_shm_direct_supports(const CollectiveArgs& args) { return ShmWorkspace::usable(args.comm); }

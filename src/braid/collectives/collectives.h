@@ -34,7 +34,7 @@ void allgather(Communicator& comm, const void* send, void* recv, std::int64_t se
 // MPI_Reduce_scatter_block: send holds recv_count * size elements; rank r receives block r
 // (recv_count elements) reduced by `op` over all ranks. avg divides once, at the end. In
 // place: send == recv (the result lands at the start of the buffer). Algorithms: ring
-// (default), recursive_halving (power-of-two sizes).
+// (default), recursive_halving (power-of-two sizes), shm_direct (every rank on one host).
 void reduce_scatter(Communicator& comm, const void* send, void* recv, std::int64_t recv_count, DType dtype, ReduceOp op,
                     const CollectiveOptions& options = {});
 

@@ -1,8 +1,11 @@
-// The two sub-communicators hierarchical algorithms work through: this rank's host (every rank
-// of the communicator on the same host, ordered by rank) and the host leaders (the lowest rank
-// of each host, ordered by host; only leaders belong to it). Split once, on the first
-// hierarchical collective (split is collective, and every rank enters that collective at the
-// same point of the call order), then kept as a Communicator attachment.
+// The sub-communicators hierarchical algorithms work through: this rank's host (every rank of
+// the communicator on the same host, ordered by rank), the host leaders (the lowest rank of
+// each host, ordered by host; only leaders belong to it) and, when every host holds the same
+// number of ranks, this rank's stripe (the ranks with the same position on their host, one
+// per host, ordered by host): stripe j carries shard j of a buffer across hosts, so every
+// rank of a host drives the inter-host links at once instead of the leader alone. Split once,
+// on the first hierarchical collective (split is collective, and every rank enters that
+// collective at the same point of the call order), then kept as a Communicator attachment.
 #pragma once
 
 #include <optional>
@@ -19,10 +22,15 @@ class HostGroups : public CommAttachment {
   bool is_leader() const { return leaders_.has_value(); }
   // REQUIRES: is_leader().
   Communicator& leaders() { return *leaders_; }
+  // Every host holds the same number of ranks (so every rank belongs to a stripe).
+  bool striped() const { return stripe_.has_value(); }
+  // REQUIRES: striped().
+  Communicator& stripe() { return *stripe_; }
 
  private:
   std::optional<Communicator> host_;
   std::optional<Communicator> leaders_;
+  std::optional<Communicator> stripe_;
 };
 
 }  // namespace braid

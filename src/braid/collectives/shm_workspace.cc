@@ -145,14 +145,14 @@ std::byte* ShmWorkspace::staging(int rank) const {
 
 std::byte* ShmWorkspace::result(int rank) const { return staging(rank) + static_cast<std::size_t>(size_) * slice_bytes_; }
 
-std::uint64_t ShmWorkspace::post_call(const CollectiveArgs& a, const std::byte* small_input) {
+std::uint64_t ShmWorkspace::post_call(const CollectiveArgs& a, std::span<const std::byte> small_input) {
   const std::uint64_t call = begin_call(a.op, a.seq);
   const ShmCallSignature mine{.seq = a.seq, .count = a.count, .op = static_cast<std::uint8_t>(a.op),
                               .dtype = static_cast<std::uint8_t>(a.dtype),
                               .reduce_op = static_cast<std::uint8_t>(a.reduce_op), .root = a.root};
   std::byte* slot = small_slot(rank_, call);
   std::memcpy(slot, &mine, sizeof mine);
-  if (small_input != nullptr) std::memcpy(slot + kSignatureBytes, small_input, a.bytes(a.count));
+  if (!small_input.empty()) std::memcpy(slot + kSignatureBytes, small_input.data(), small_input.size());
   publish(ShmPhase::kPosted, call);
   wait_for_peers(ShmPhase::kPosted, call, deadline());
   for (int q = 0; q < size_; ++q) {

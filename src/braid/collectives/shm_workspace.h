@@ -24,6 +24,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <span>
 #include <vector>
 
 #include "braid/base/clock.h"
@@ -91,12 +92,18 @@ class ShmWorkspace : public CommAttachment {
     seq_ = seq;
     return ++calls_;
   }
-  // Starts a call: posts its signature (and `small_input`, args.bytes(count) of it, if not
-  // null) in this rank's slot, waits until every peer has posted, and checks that all
-  // signatures agree, so ranks that called with different counts, dtypes, ops or roots raise
-  // Mismatch before reading each other's data. (A peer inside a message-based collective is
-  // noticed while waiting: its message arrives.) Returns the call number (see small_slot).
-  std::uint64_t post_call(const CollectiveArgs& args, const std::byte* small_input);
+  // Starts a call: posts its signature (and `small_input`, if not empty) in this rank's slot,
+  // waits until every peer has posted, and checks that all signatures agree, so ranks that
+  // called with different counts, dtypes, ops or roots raise Mismatch before reading each
+  // other's data. (A peer inside a message-based collective is noticed while waiting: its
+  // message arrives.) Returns the call number (see small_slot).
+  // REQUIRES: small_input.size() <= kSmallBytes.
+  std::uint64_t post_call(const CollectiveArgs& args, std::span<const std::byte> small_input);
+  // The same with args.bytes(args.count) bytes of `small_input`, or none if it is null.
+  std::uint64_t post_call(const CollectiveArgs& args, const std::byte* small_input) {
+    return post_call(args, small_input == nullptr ? std::span<const std::byte>()
+                                                  : std::span<const std::byte>(small_input, args.bytes(args.count)));
+  }
   // Mismatch unless `theirs` (rank `peer`'s signature) equals `mine`.
   void check_signature(int peer, const ShmCallSignature& theirs, const ShmCallSignature& mine) const;
   // A deadline of BRAID_TIMEOUT from now (read once, at construction).

@@ -52,12 +52,22 @@ TuningRule rule(OpKind op, std::string algorithm, std::uint64_t min_bytes, std::
 TuningTable make_builtin_table() {
   TuningTable table;
   auto& r = table.rules;
-  // allreduce. Across hosts, reduce inside each host first (one inter-host stream per host;
-  // refuses unless some host has several ranks). On one host, reading the peers' data in one
-  // shared segment wins at every size on 2 and 4 ranks (quiet machine, 2026-11-29: 8 B 0.9 us
-  // vs 1.7 us for recursive doubling on 2 ranks, 5.9 vs 16 us on 4; 512 KiB 77 vs 113 us).
-  // Over plain messages (TCP, or shared memory refused), the fewest rounds below ~64 KiB, the
-  // ring above.
+  // allreduce. Across hosts, reduce inside each host first. From 512 KiB, when every host has
+  // the same number of ranks, every rank carries its shard of the host's sum across hosts at
+  // once (host_striped); below, and on uneven hosts, the leader variant (hierarchical: one
+  // inter-host stream per host; refuses unless some host has several ranks). Measured on 2
+  // emulated hosts x 2 ranks in network namespaces joined by a veth shaped to 1 Gbit/s (tc
+  // tbf, 256 KB burst), 4 ranks on 2 cores, f32 (2026-11-30, docs/collectives.md):
+  // host_striped vs hierarchical 97.9 vs 123.5 ms at 8 MiB (ring 106.7; the link bound is
+  // ~67 ms), 10.2 vs 11.7 ms at 1 MiB, 4.5 vs 6.0-6.6 ms at 512 KiB; but 2.5-2.6 vs 1.3-1.6 ms
+  // at 128 KiB and 2.5-2.8 vs 2.2 ms at 256 KiB, where messages fit the shaper's burst and the
+  // extra phases cost more than the striping saves; even within noise below.
+  // On one host, reading the peers' data in one shared segment wins at every size on 2 and 4
+  // ranks (quiet machine, 2026-11-29: 8 B 0.9 us vs 1.7 us for recursive doubling on 2 ranks,
+  // 5.9 vs 16 us on 4; 512 KiB 77 vs 113 us). Over plain messages (TCP, or shared memory
+  // refused), the fewest rounds below ~64 KiB, the ring above.
+  r.push_back(rule(OpKind::kAllreduce, "host_striped", 512 * KiB, kNoByteLimit));
+  r.back().min_hosts = 2;
   r.push_back(rule(OpKind::kAllreduce, "hierarchical", 0, kNoByteLimit));
   r.back().min_hosts = 2;
   r.push_back(rule(OpKind::kAllreduce, "shm_direct", 0, kNoByteLimit));

@@ -183,6 +183,13 @@ TEST(BuiltinTableTest, NamesTheMeasuredWinners) {
   EXPECT_EQ(first(OpKind::kAllreduce, 64 << 20, 4, 1), "shm_direct");
   EXPECT_EQ(first(OpKind::kAllreduce, 64 << 10, 2, 1), "shm_direct");
   EXPECT_EQ(first(OpKind::kAllreduce, 8, 4, 2), "hierarchical");
+  EXPECT_EQ(first(OpKind::kAllreduce, (512 << 10) - 1, 4, 2), "hierarchical");
+  EXPECT_EQ(first(OpKind::kAllreduce, 512 << 10, 4, 2), "host_striped");
+  EXPECT_EQ(first(OpKind::kAllreduce, 64 << 20, 6, 3), "host_striped");
+  // Where host_striped refuses (hosts of different sizes), the leader variant is next.
+  const auto across_hosts = builtin_tuning_table().matching({OpKind::kAllreduce, 8 << 20, 3, 2});
+  ASSERT_GE(across_hosts.size(), 2u);
+  EXPECT_EQ(across_hosts[1], "hierarchical");
   EXPECT_EQ(first(OpKind::kAllgather, 64 << 20, 4, 1), "shm_direct");
   EXPECT_EQ(first(OpKind::kAllgather, 64 << 20, 4, 2), "ring");
   EXPECT_EQ(first(OpKind::kAlltoall, 8, 4, 1), "shm_direct");

@@ -39,6 +39,16 @@ class CompressionScratch final : public CommAttachment {
 };
 
 bool checksum_default() { return env::get_int(env::kChecksum) != 0; }
+// auto: sign's payload is 1/31 of fp32, so the fp32 traffic inside the hosts costs more than
+// the link bytes striping saves (measured: 2 emulated hosts x 2 ranks over 1 Gbit/s, 8 MiB:
+// sign 46.4 ms striped vs 30.7 flat; fp16 63.5 vs 70.8; docs/performance.md).
+bool host_striped_default(CodecId codec) {
+  const std::string value = env::get(env::kCompressHostStriped).value_or("auto");
+  if (value == "auto") return codec != CodecId::kSign;
+  if (value == "0" || value == "1") return value == "1";
+  throw InvalidArgument({.op = "compressed_allreduce"},
+                        fmt::format("{}='{}': expected auto, 0 or 1", env::kCompressHostStriped.name, value));
+}
 
 // The seed of a call: a pure function of what every rank agrees on (step and name), so that
 // randomk draws the same coordinates everywhere and PowerSGD starts from the same Q: FNV-1a of
@@ -90,19 +100,19 @@ void CompressedCall::decode_from(int peer, std::span<const std::byte> payload, s
     CodecId expected = codec.spec().id;
     bool fallback = expected == CodecId::kPowerSgd && header.codec == CodecId::kNone;
     if (header.codec != expected && !fallback) {
-      fail(Mismatch(context(peer), fmt::format("rank {} sent a {} payload, this rank expects {}", peer,
+      fail(Mismatch(context(peer), fmt::format("rank {} sent a {} payload, this rank expects {}", label(peer),
                                                codec_name(header.codec), codec_name(expected))));
     }
     if (expected == CodecId::kRandomK && header.seed != encode.seed) {
       fail(Mismatch(context(peer), fmt::format("rank {} drew its coordinates from seed {:#x}, this rank from {:#x} "
                                                "(different step or tensor name)",
-                                               peer, header.seed, encode.seed)));
+                                               label(peer), header.seed, encode.seed)));
     }
     codec.decode(payload, out, mode);
   } catch (const Corrupt& e) {
-    fail(Corrupt(context(peer), fmt::format("payload from rank {}: {}", peer, e.detail())));
+    fail(Corrupt(context(peer), fmt::format("payload from rank {}: {}", label(peer), e.detail())));
   } catch (const InvalidArgument& e) {  // a peer's element count differs from ours
-    fail(Mismatch(context(peer), fmt::format("payload from rank {}: {}", peer, e.detail())));
+    fail(Mismatch(context(peer), fmt::format("payload from rank {}: {}", label(peer), e.detail())));
   }
 }
 
@@ -116,7 +126,7 @@ void CompressedCall::check_finite(std::span<const float> x) const {
   std::string where = first_bad_rank == comm.rank() ? fmt::format(" (element {} is {})", bad, x[bad]) : "";
   throw InvalidArgument(context(first_bad_rank),
                         fmt::format("rank {}'s input holds a non-finite value{}; refused under NonFinitePolicy::kRaise",
-                                    first_bad_rank, where));
+                                    label(first_bad_rank), where));
 }
 
 ShardBounds shard_bounds(std::size_t count, int parts, int p, std::size_t align) {
@@ -152,6 +162,12 @@ void store_dropped(std::span<float> residual, std::span<const float> compensated
   }
 }
 
+bool takes_host_striped(Communicator& comm, const CompressedAllreduceOptions& options) {
+  const CodecId id = options.codec.id;
+  const bool two_stage = id == CodecId::kFp16 || id == CodecId::kBf16 || id == CodecId::kInt8 || id == CodecId::kSign;
+  return two_stage && options.host_striped.value_or(host_striped_default(id)) && host_striped_applies(comm);
+}
+
 CompressionStats compressed_allreduce(Communicator& comm, std::span<float> data, CompressionState& state,
                                       const CompressedAllreduceOptions& options) {
   auto codec = make_codec(options.codec);
@@ -185,7 +201,13 @@ CompressionStats compressed_allreduce(Communicator& comm, std::span<float> data,
     case CodecId::kFp16:
     case CodecId::kBf16:
     case CodecId::kInt8:
-    case CodecId::kSign: allreduce_two_stage(call); break;
+    case CodecId::kSign:
+      if (takes_host_striped(comm, options)) {
+        allreduce_two_stage_host_striped(call);
+      } else {
+        allreduce_two_stage(call);
+      }
+      break;
     case CodecId::kTopK: allreduce_topk(call); break;
     case CodecId::kRandomK: allreduce_randomk(call); break;
     case CodecId::kPowerSgd: allreduce_powersgd(call); break;

@@ -6,7 +6,12 @@
 //                   the owner decodes the n versions of its shard and sums them in fp32, in rank
 //                   order, divides once (average), re-encodes the sum (with a second, shard-side
 //                   residual) and the encoded shards are allgathered and decoded by everyone.
-//                   One rounding per stage instead of one per ring hop.
+//                   One rounding per stage instead of one per ring hop. Across several hosts
+//                   with the same number (>= 2) of ranks each (host_striped; by default for
+//                   fp16, bf16, int8):
+//                   fp32 reduce_scatter inside each host, the two stages between hosts over
+//                   stripes of one rank per host, fp32 allgather inside each host: only what
+//                   crosses hosts is compressed (compressed_allreduce_host_striped.cc).
 //   topk            each rank sends its k (index, value) pairs to all (allgather); the sum is
 //                   accumulated densely in rank order.
 //   randomk         the k coordinates come from a seed every rank derives from (name, step), so
@@ -53,6 +58,9 @@ struct CompressedAllreduceOptions {
   float momentum = 0.9f;
   NonFinitePolicy non_finite = NonFinitePolicy::kPropagate;
   std::optional<bool> checksum;  // unset: BRAID_CHECKSUM
+  // fp16/bf16/int8/sign across hosts: compress between hosts only (unset:
+  // BRAID_COMPRESS_HOST_STRIPED: auto = fp16, bf16 and int8, not sign). Equal on every rank.
+  std::optional<bool> host_striped;
   // Fault injection for tests: called on every payload this rank is about to send (peer is
   // the destination's rank, -1 for a payload sent to all), after its checksum was written.
   std::function<void(int peer, std::span<std::byte> payload)> tamper;
@@ -65,8 +73,8 @@ struct CompressedAllreduceOptions {
 // lower when shared-memory direct algorithms moved the data without messages.
 struct CompressionStats {
   CodecSpec codec;                      // the codec used
-  std::uint64_t elements = 0;           // fp32 elements reduced
-  std::uint64_t payload_bytes = 0;      // this rank's compressed contribution, headers included
+  std::uint64_t elements = 0;           // fp32 elements this rank encoded (host-striped: its shard)
+  std::uint64_t payload_bytes = 0;      // their compressed size, headers included
   std::uint64_t wire_bytes = 0;         // bytes this rank sent
   std::uint64_t dense_wire_bytes = 0;   // what an fp32 ring allreduce sends per rank: 2(n-1)/n * 4N
   std::uint64_t transport_bytes = 0;    // measured on the transports

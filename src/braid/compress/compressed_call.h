@@ -38,7 +38,10 @@ struct CompressedCall {
   // This rank's state buffer of `role` for the tensor (zero-filled when created).
   std::span<float> state_buffer(std::string_view role, std::size_t count) const;
 
-  ErrorContext context(int peer) const { return {.rank = comm.rank(), .peer = peer, .op = op}; }
+  // Errors name world ranks (what braid-run prints): the host-striped scheme runs this call on
+  // a stripe of one rank per host, whose own numbering would mislead.
+  int label(int peer) const { return peer < 0 ? peer : comm.world_rank(peer); }
+  ErrorContext context(int peer) const { return {.rank = label(comm.rank()), .peer = label(peer), .op = op}; }
 
   // Decodes `payload`, sent by comm rank `peer`, into out. The header must name this call's
   // codec (and seed, where the codec has one): another codec or seed means the ranks disagree
@@ -92,6 +95,14 @@ void store_dropped(std::span<float> residual, std::span<const float> compensated
 // The schemes, one file each; compressed_allreduce() dispatches on the codec.
 void allreduce_dense(const CompressedCall& call);       // none
 void allreduce_two_stage(const CompressedCall& call);   // fp16, bf16, int8, sign
+// The same across hosts: fp32 inside each host, two-stage over the stripes between hosts.
+// REQUIRES: host_striped_applies(call.comm).
+void allreduce_two_stage_host_striped(const CompressedCall& call);
+// Several hosts, each with the same number (>= 2) of ranks.
+bool host_striped_applies(Communicator& comm);
+// Whether this call takes allreduce_two_stage_host_striped: a two-stage codec, host_striped
+// (or BRAID_COMPRESS_HOST_STRIPED) asking for it, and host_striped_applies.
+bool takes_host_striped(Communicator& comm, const CompressedAllreduceOptions& options);
 void allreduce_topk(const CompressedCall& call);
 void allreduce_randomk(const CompressedCall& call);
 void allreduce_powersgd(const CompressedCall& call);

@@ -153,4 +153,13 @@ Calibration fit_segments(const std::vector<Sample>& input, Op op, Algorithm algo
   return cal;
 }
 
+Calibration evaluate(Calibration model, const std::vector<Sample>& samples) {
+  if (model.segments.empty()) fail("the model to evaluate has no fitted segment");
+  if (samples.empty()) fail("no samples to evaluate the model on");
+  model.predictions.clear();
+  model.rms_relative_error = model.max_relative_error = 0;
+  finish(model, checked_sorted(samples));
+  return model;
+}
+
 }  // namespace braid::plan

@@ -12,6 +12,10 @@
 // fit_segments splits the sizes into up to `max_segments` contiguous ranges with one fit each,
 // choosing the split that minimises the total squared relative error (a table keyed by size
 // range, as STYLE.md's "selection is data").
+//
+// A fit's own residuals say how well a few numbers describe the samples they were chosen for;
+// `evaluate` scores a fitted model on other measurements (a later run, another world size), the
+// held-out check that says whether it predicts.
 #pragma once
 
 #include <vector>
@@ -58,5 +62,10 @@ struct Calibration {
 Calibration fit_cost_model(const std::vector<Sample>& samples, Op op, Algorithm algorithm, double gamma = 0);
 Calibration fit_segments(const std::vector<Sample>& samples, Op op, Algorithm algorithm, int max_segments,
                          double gamma = 0);
+
+// `model` with its predictions, rms and max relative error recomputed on `samples` (sorted by
+// size); its op, algorithm, gamma and segments are kept. REQUIRES: model has a segment, samples
+// non-empty with ranks >= 2 and seconds > 0 (InvalidArgument otherwise).
+Calibration evaluate(Calibration model, const std::vector<Sample>& samples);
 
 }  // namespace braid::plan

@@ -1,6 +1,7 @@
 // Calibration recovers the parameters of a known model from data it generated.
 #include "braid/plan/calibration.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include <gtest/gtest.h>
@@ -73,6 +74,36 @@ TEST(CalibrationTest, SegmentsFollowAnAlgorithmSwitch) {
   ASSERT_EQ(two.segments.size(), 2u);
   EXPECT_LT(two.max_relative_error, 1e-6);
   EXPECT_NEAR(two.segments[1].beta * 3e9, 1, 1e-6);
+}
+
+TEST(CalibrationTest, EvaluateScoresTheModelOnOtherSamples) {
+  const double alpha = 6e-6, beta = 1 / 4e9;
+  const Calibration model = fit_cost_model(sweep(alpha, beta, 2), Op::kAllreduce, Algorithm::kRing);
+  // Held-out runs of the same model, +-10% off: each error is 1 / (1 +- 0.1) - 1, whatever the size.
+  std::vector<Sample> later = sweep(alpha, beta, 2, 0.1);
+  std::reverse(later.begin(), later.end());  // any order: the result is sorted by size
+  const Calibration held_out = evaluate(model, later);
+  ASSERT_EQ(held_out.segments.size(), model.segments.size());
+  EXPECT_EQ(held_out.segments[0].alpha, model.segments[0].alpha);
+  ASSERT_EQ(held_out.predictions.size(), 7u);
+  for (std::size_t i = 0; i < held_out.predictions.size(); ++i) {
+    const Prediction& p = held_out.predictions[i];
+    const double expected = 1 / (1 + ((i % 2) ? 0.1 : -0.1)) - 1;  // sweep() alternates, smallest size first
+    EXPECT_NEAR(p.relative_error, expected, 1e-9) << p.sample.bytes;  // the fit is exact up to rounding
+  }
+  EXPECT_NEAR(held_out.max_relative_error, 1 / 0.9 - 1, 1e-9);
+  const double rms = std::sqrt((4 * std::pow(1 / 0.9 - 1, 2) + 3 * std::pow(1 / 1.1 - 1, 2)) / 7);
+  EXPECT_NEAR(held_out.rms_relative_error, rms, 1e-9);
+  // The model extrapolates to a world size it never saw, exactly where the formula holds.
+  EXPECT_LT(evaluate(model, sweep(alpha, beta, 4)).max_relative_error, 1e-9);
+}
+
+TEST(CalibrationTest, EvaluateRejectsBadInput) {
+  const Calibration model = fit_cost_model(sweep(1e-6, 1e-9, 2), Op::kAllreduce, Algorithm::kRing);
+  EXPECT_THROW(evaluate(model, {}), InvalidArgument);
+  EXPECT_THROW(evaluate(model, {{1024, 2, 0}}), InvalidArgument);
+  EXPECT_THROW(evaluate(model, {{1024, 1, 1e-5}}), InvalidArgument);
+  EXPECT_THROW(evaluate(Calibration{}, sweep(1e-6, 1e-9, 2)), InvalidArgument);
 }
 
 TEST(CalibrationTest, NegativeInterceptIsClampedToZero) {

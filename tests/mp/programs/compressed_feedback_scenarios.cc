@@ -34,16 +34,18 @@ compress::CompressedAllreduceOptions options_for(const CodecSpec& spec, std::int
           .step = step, .error_feedback = true};
 }
 
+bool is_two_stage(const CodecSpec& spec) {
+  return spec.id == CodecId::kFp16 || spec.id == CodecId::kBf16 || spec.id == CodecId::kInt8 || spec.id == CodecId::kSign;
+}
+
 // The residuals every rank holds, as one tensor: the worker residuals averaged over ranks plus
 // the shard residuals of the two-stage scheme (each shard's lives on its owner only).
-std::vector<float> total_residual(Communicator& comm, const CompressionState& state, const CodecSpec& spec) {
+std::vector<float> flat_residual(Communicator& comm, const CompressionState& state, const CodecSpec& spec) {
   std::vector<float> worker(kCount, 0.0f), shards(kCount, 0.0f);
   auto r = state.find("w", compress::kResidualRole);
   std::copy(r.begin(), r.end(), worker.begin());
   allreduce(comm, worker.data(), worker.data(), kCount, DType::kF32, ReduceOp::kAvg);
-  bool two_stage = spec.id == CodecId::kFp16 || spec.id == CodecId::kBf16 || spec.id == CodecId::kInt8 ||
-                   spec.id == CodecId::kSign;
-  if (two_stage) {  // every rank joins the allreduce, those owning an empty shard too
+  if (is_two_stage(spec)) {  // every rank joins the allreduce, those owning an empty shard too
     auto s = state.find("w", compress::kShardResidualRole);
     auto bounds = compress::shard_bounds(kCount, comm.size(), comm.rank(), compress::two_stage_shard_align(spec));
     std::copy(s.begin(), s.end(), shards.begin() + static_cast<std::ptrdiff_t>(bounds.begin));
@@ -51,6 +53,31 @@ std::vector<float> total_residual(Communicator& comm, const CompressionState& st
   }
   for (std::size_t i = 0; i < kCount; ++i) worker[i] += shards[i];
   return worker;
+}
+
+// The same under the host-striped scheme: rank j of host h keeps the worker residual of shard j
+// of its host's average (averaged over the hosts: each shard has one per host) and the shard
+// residual of piece h of shard j (counted once).
+std::vector<float> striped_residual(Communicator& comm, const CompressionState& state, const CodecSpec& spec) {
+  const std::size_t align = compress::two_stage_shard_align(spec);
+  const int hosts = comm.topology().num_hosts();
+  const int host = comm.topology().host_of(comm.rank());
+  auto shard = compress::shard_bounds(kCount, comm.local_size(), comm.local_rank(), align);
+  auto piece = compress::shard_bounds(shard.size(), hosts, host, align);
+  std::vector<float> worker(kCount, 0.0f), shards(kCount, 0.0f);
+  auto r = state.find("w@stripe", compress::kResidualRole);
+  std::copy(r.begin(), r.end(), worker.begin() + static_cast<std::ptrdiff_t>(shard.begin));
+  auto s = state.find("w@stripe", compress::kShardResidualRole);
+  std::copy(s.begin(), s.end(), shards.begin() + static_cast<std::ptrdiff_t>(shard.begin + piece.begin));
+  allreduce(comm, worker.data(), worker.data(), kCount, DType::kF32, ReduceOp::kSum);
+  allreduce(comm, shards.data(), shards.data(), kCount, DType::kF32, ReduceOp::kSum);
+  for (std::size_t i = 0; i < kCount; ++i) worker[i] = worker[i] / static_cast<float>(hosts) + shards[i];
+  return worker;
+}
+
+std::vector<float> total_residual(Communicator& comm, const CompressionState& state, const CodecSpec& spec) {
+  bool striped = compress::takes_host_striped(comm, {.codec = spec});
+  return striped ? striped_residual(comm, state, spec) : flat_residual(comm, state, spec);
 }
 
 bool check_conservation(Communicator& comm, const CodecSpec& spec) {

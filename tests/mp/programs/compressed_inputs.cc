@@ -55,20 +55,54 @@ std::vector<float> exact_allreduce(std::uint64_t seed, int ranks, std::size_t co
   return out;
 }
 
+namespace {
+
+// The two stages over `inputs` (one per participant, in rank order).
+std::vector<float> two_stage_of(const compress::Codec& codec, const std::vector<std::vector<float>>& inputs,
+                                std::size_t count, bool average) {
+  const int ranks = static_cast<int>(inputs.size());
+  std::vector<float> result(count, 0.0f);
+  std::size_t align = compress::two_stage_shard_align(codec.spec());
+  for (int p = 0; p < ranks; ++p) {
+    auto shard = compress::shard_bounds(count, ranks, p, align);
+    std::vector<float> sum(shard.size(), 0.0f);
+    for (const auto& input : inputs) add_decoded(codec, std::span(input).subspan(shard.begin, shard.size()), sum);
+    finish_average(sum, ranks, average);
+    std::span<float> out = std::span(result).subspan(shard.begin, shard.size());
+    add_decoded(codec, sum, out, compress::DecodeMode::kOverwrite);
+  }
+  return result;
+}
+
+}  // namespace
+
 std::vector<float> simulate_two_stage(const compress::CodecSpec& spec, std::uint64_t seed, int ranks,
                                       std::size_t count, bool average) {
   auto codec = compress::make_codec(spec);
   std::vector<std::vector<float>> inputs;
   for (int r = 0; r < ranks; ++r) inputs.push_back(compressed_input(seed, r, count));
+  return two_stage_of(*codec, inputs, count, average);
+}
+
+std::vector<float> simulate_host_striped(const compress::CodecSpec& spec, std::uint64_t seed, const Topology& topology,
+                                         std::size_t count, bool average) {
+  auto codec = compress::make_codec(spec);
+  const auto local = static_cast<int>(topology.ranks_on_host(0).size());
   std::vector<float> result(count, 0.0f);
-  std::size_t align = compress::two_stage_shard_align(spec);
-  for (int p = 0; p < ranks; ++p) {
-    auto shard = compress::shard_bounds(count, ranks, p, align);
-    std::vector<float> sum(shard.size(), 0.0f);
-    for (int r = 0; r < ranks; ++r) add_decoded(*codec, std::span(inputs[static_cast<std::size_t>(r)]).subspan(shard.begin, shard.size()), sum);
-    finish_average(sum, ranks, average);
-    std::span<float> out = std::span(result).subspan(shard.begin, shard.size());
-    add_decoded(*codec, sum, out, compress::DecodeMode::kOverwrite);
+  for (int q = 0; q < local; ++q) {
+    auto shard = compress::shard_bounds(count, local, q, compress::two_stage_shard_align(spec));
+    std::vector<std::vector<float>> host_shards;  // stripe q's inputs: each host's sum of shard q
+    for (int h = 0; h < topology.num_hosts(); ++h) {
+      std::vector<float> sum(shard.size(), 0.0f);
+      for (int r : topology.ranks_on_host(h)) {
+        auto x = compressed_input(seed, r, count);
+        for (std::size_t i = 0; i < shard.size(); ++i) sum[i] += x[shard.begin + i];
+      }
+      finish_average(sum, local, average);
+      host_shards.push_back(std::move(sum));
+    }
+    auto reduced = two_stage_of(*codec, host_shards, shard.size(), average);
+    std::copy(reduced.begin(), reduced.end(), result.begin() + static_cast<std::ptrdiff_t>(shard.begin));
   }
   return result;
 }

@@ -7,6 +7,7 @@
 #include <span>
 #include <vector>
 
+#include "braid/comm/topology.h"
 #include "braid/compress/codec_spec.h"
 
 namespace braid::testing {
@@ -23,6 +24,13 @@ std::vector<float> exact_allreduce(std::uint64_t seed, int ranks, std::size_t co
 // simulated with the same codecs in one process: bitwise what every rank must hold.
 std::vector<float> simulate_two_stage(const compress::CodecSpec& spec, std::uint64_t seed, int ranks, std::size_t count,
                                       bool average);
+
+// The same across hosts (compressed_allreduce_host_striped.cc): each host's fp32 sum of each
+// of L shards (averaged over the host), then the two stages over the hosts per shard. Bitwise
+// what every rank must hold when hosts have at most two ranks (a sum of two floats does not
+// depend on the order; with more, braid's reduce_scatter may add in another order).
+std::vector<float> simulate_host_striped(const compress::CodecSpec& spec, std::uint64_t seed, const Topology& topology,
+                                         std::size_t count, bool average);
 
 // What topk without error feedback must produce: the decoded selections added in rank order.
 std::vector<float> simulate_topk(const compress::CodecSpec& spec, std::uint64_t seed, int ranks, std::size_t count,

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -87,26 +88,38 @@ void check_randomk(Check& c, const CodecSpec& spec, std::span<const float> resul
   if (nonzero > k) c.fail(fmt::format("{} non-zero elements, k = {}", nonzero, k));
 }
 
-bool run_case(Communicator& comm, const CodecSpec& spec, std::size_t count, bool average, std::uint64_t seed) {
+bool run_case(Communicator& comm, const CodecSpec& spec, std::size_t count, bool average, std::uint64_t seed,
+              std::optional<bool> host_striped = std::nullopt) {
   const int n = comm.size();
   Check c{comm, fmt::format("{} count {} {}", compress::to_string(spec), count, average ? "avg" : "sum")};
   std::vector<float> data = compressed_input(seed, comm.rank(), count);
   CompressionState state;
   auto stats = compress::compressed_allreduce(comm, data, state,
-                                              {.codec = spec, .name = "t", .average = average, .error_feedback = false});
+                                              {.codec = spec, .name = "t", .average = average, .error_feedback = false,
+                                               .host_striped = host_striped});
   std::vector<float> exact = exact_allreduce(seed, n, count, average);
   double inputs_max = 0;
   for (int r = 0; r < n; ++r) inputs_max += max_abs(compressed_input(seed, r, count));
   if (average) inputs_max /= n;
   if (!identical_on_every_rank(comm, data)) c.fail("results differ between ranks");
-  if (stats.elements != count) c.fail(fmt::format("stats count {} elements", stats.elements));
+  // The host-striped scheme encodes this rank's shard of the host's sum only.
+  const Topology& topology = comm.topology();
+  const bool two_stage = spec.id == CodecId::kFp16 || spec.id == CodecId::kBf16 || spec.id == CodecId::kInt8 ||
+                         spec.id == CodecId::kSign;
+  const bool striped = compress::takes_host_striped(comm, {.codec = spec, .host_striped = host_striped});
+  const std::size_t encoded =
+      striped ? compress::shard_bounds(count, comm.local_size(), comm.local_rank(), compress::two_stage_shard_align(spec)).size()
+              : count;
+  if (stats.elements != encoded) c.fail(fmt::format("stats count {} elements, expected {}", stats.elements, encoded));
   if (spec.id == CodecId::kRandomK) {
     check_randomk(c, spec, data, exact, inputs_max);
     return c.ok;
   }
   std::vector<float> expected;
   if (spec.id == CodecId::kTopK) expected = simulate_topk(spec, seed, n, count, average);
-  if (spec.id != CodecId::kNone && spec.id != CodecId::kTopK && spec.id != CodecId::kPowerSgd) {
+  if (striped && comm.local_size() <= 2) {
+    expected = simulate_host_striped(spec, seed, topology, count, average);
+  } else if (two_stage && !striped) {
     expected = simulate_two_stage(spec, seed, n, count, average);
   }
   if (!expected.empty() && std::memcmp(expected.data(), data.data(), count * sizeof(float)) != 0) {
@@ -194,6 +207,10 @@ int scenario_compressed(Communicator& comm, const Args&) {
       ok = run_case(comm, parse_codec_spec(text), count, true, seed++) && ok;
     }
     ok = run_case(comm, parse_codec_spec(text), 4099, false, seed++) && ok;
+  }
+  // sign stays flat by default (BRAID_COMPRESS_HOST_STRIPED=auto); asked for, it stripes too.
+  for (std::size_t count : {n + 1, std::size_t{100003}}) {
+    ok = run_case(comm, parse_codec_spec("sign"), count, true, seed++, true) && ok;
   }
   ok = run_powersgd_exactness(comm, 48, 40, 2) && ok;
   ok = run_powersgd_exactness(comm, 7, 300, 3) && ok;

@@ -20,9 +20,11 @@ int main(int argc, char** argv) {
       {"split", scenario_split},       {"mismatch", scenario_mismatch}, {"victim", scenario_victim},
       {"bad-arguments", scenario_bad_arguments}, {"timeout", scenario_timeout},
       {"collectives", scenario_collectives},     {"collective-mismatch", scenario_collective_mismatch},
+      {"host-striped", scenario_host_striped},
       {"alltoall", scenario_alltoall},         {"alltoallv-mismatch", scenario_alltoallv_mismatch},
       {"shared-memory-victim", scenario_shared_memory_victim},
       {"shared-memory-frozen", scenario_shared_memory_frozen},
+      {"shared-memory-mismatch", scenario_shared_memory_mismatch},
       {"async", scenario_async}, {"async-mismatch", scenario_async_mismatch}, {"async-timeout", scenario_async_timeout},
       {"compressed", scenario_compressed}, {"compressed-feedback", scenario_compressed_feedback},
       {"compressed-fault", scenario_compressed_fault}, {"compressed-convergence", scenario_compressed_convergence},
@@ -40,7 +42,8 @@ int main(int argc, char** argv) {
   // it is still in init, before the scenario starts).
   const std::set<std::string> outlives_sigterm{"mismatch", "victim", "timeout", "collective-mismatch",
                                                "alltoallv-mismatch", "async-mismatch",
-                                               "shared-memory-victim", "shared-memory-frozen", "compressed-fault"};
+                                               "shared-memory-victim", "shared-memory-frozen",
+                                               "shared-memory-mismatch", "compressed-fault"};
   if (outlives_sigterm.contains(argv[1])) std::signal(SIGTERM, SIG_IGN);
   if (auto job = braid::env::get(braid::env::kJobId)) RANK_SAY("JOBID %s", job->c_str());
   // "badtoken" only corrupts this rank's token before joining, to be refused by the store.

@@ -1,9 +1,10 @@
 // Failure paths of the collectives that wait on shared memory rather than on messages (the
 // shm_direct algorithms, and hierarchical allreduce through them): a peer killed, or frozen,
 // in the middle of a run of calls must end every survivor's wait with braid::PeerLost /
-// braid::Timeout naming it, never a hang. The operation is BRAID_TEST_OP (allreduce, the
-// default, broadcast, allgather or alltoall) and the algorithm BRAID_TEST_ALGO (default
-// shm_direct), so other algorithms can be checked the same way.
+// braid::Timeout naming it, and a peer calling with a different count must end every rank's
+// call with braid::Mismatch; never a hang. The operation is BRAID_TEST_OP (allreduce, the
+// default, broadcast, allgather, alltoall or reduce_scatter) and the algorithm BRAID_TEST_ALGO
+// (default shm_direct), so other algorithms can be checked the same way.
 #include <signal.h>
 #include <unistd.h>
 
@@ -32,25 +33,29 @@ std::string operation_under_test() {
   return op != nullptr ? op : "allreduce";
 }
 
-// One call of the operation under test on kCount elements per rank (allgather and alltoall:
-// kCount / n per block, so every operation moves about the same bytes).
-void call_operation(Communicator& comm, const std::string& op, std::vector<float>& send, std::vector<float>& recv,
-                    const CollectiveOptions& options) {
-  const std::int64_t block = kCount / comm.size();
+// One call of the operation under test on `count` (<= kCount) elements per rank (allgather,
+// alltoall and reduce_scatter: count / n per block, so every operation moves about the same
+// bytes).
+void call_operation(Communicator& comm, const std::string& op, std::int64_t count, std::vector<float>& send,
+                    std::vector<float>& recv, const CollectiveOptions& options) {
+  const std::int64_t block = count / comm.size();
   if (op == "broadcast") {
-    broadcast(comm, send.data(), kCount, DType::kF32, /*root=*/0, options);
+    broadcast(comm, send.data(), count, DType::kF32, /*root=*/0, options);
   } else if (op == "allgather") {
     allgather(comm, send.data(), recv.data(), block, DType::kF32, options);
   } else if (op == "alltoall") {
     alltoall(comm, send.data(), recv.data(), block, DType::kF32, options);
+  } else if (op == "reduce_scatter") {
+    reduce_scatter(comm, send.data(), recv.data(), block, DType::kF32, ReduceOp::kSum, options);
   } else {
-    allreduce(comm, send.data(), recv.data(), kCount, DType::kF32, ReduceOp::kSum, options);
+    allreduce(comm, send.data(), recv.data(), count, DType::kF32, ReduceOp::kSum, options);
   }
 }
 
-// Runs the operation under test until an error ends it; reports it as `tag` when it is an E.
+// Runs the operation under test on `count` elements until an error ends it; reports it as
+// `tag` when it is an E.
 template <class E>
-int allreduce_until_error(Communicator& comm, const char* tag) {
+int allreduce_until_error(Communicator& comm, const char* tag, std::int64_t count = kCount) {
   std::vector<float> send(kCount, 1.0f), recv(kCount);
   const CollectiveOptions options{.algorithm = algorithm_under_test()};
   const std::string op = operation_under_test();
@@ -58,7 +63,7 @@ int allreduce_until_error(Communicator& comm, const char* tag) {
   try {
     for (int i = 0; i < 100000; ++i) {
       start = std::chrono::steady_clock::now();
-      call_operation(comm, op, send, recv, options);
+      call_operation(comm, op, count, send, recv, options);
     }
   } catch (const E& e) {
     RANK_SAY("%s rank %d after %.3f s: %s", tag, comm.rank(), seconds_since(start), e.what());
@@ -93,6 +98,14 @@ int scenario_shared_memory_victim(Communicator& comm, const Args&) {
 int scenario_shared_memory_frozen(Communicator& comm, const Args&) {
   if (comm.rank() == comm.size() - 1) raise_later(SIGSTOP, std::chrono::milliseconds(300));
   return allreduce_until_error<Timeout>(comm, "TIMEOUT");
+}
+
+// The last rank calls the operation under test with n fewer elements (one fewer per block):
+// every rank raises Mismatch at the first call (the shared-memory algorithms compare the call
+// signatures before touching each other's data), never a hang (which would end in Timeout).
+int scenario_shared_memory_mismatch(Communicator& comm, const Args&) {
+  const bool odd = comm.rank() == comm.size() - 1;
+  return allreduce_until_error<Mismatch>(comm, "MISMATCH", odd ? kCount - comm.size() : kCount);
 }
 
 }  // namespace braid::testing

@@ -97,16 +97,22 @@ TEST(BraidPlanToolTest, StepFlagsBrokenRules) {
   EXPECT_TRUE(contains(r.output, "tp-inside-node")) << r.output;
 }
 
-// A braid-bench --json file timed by a known ring model: calibrate must give alpha and beta back.
-void write_bench_file(const std::string& path, int ranks, double alpha, double beta) {
+// A braid-bench --json file timed by a known ring model, each time multiplied by 1 + noise(i)
+// for the i-th size (64 KiB .. 256 MiB by factors of 4): calibrate must give alpha and beta back.
+double no_noise(int) { return 0; }
+
+void write_bench_file(const std::string& path, int ranks, double alpha, double beta,
+                      double (*noise)(int) = no_noise, const std::string& algorithm = "ring") {
   nlohmann::json rows = nlohmann::json::array();
-  for (double bytes = 65536; bytes <= 256.0 * 1024 * 1024; bytes *= 4) {
-    const double seconds = 2 * (ranks - 1) * alpha + 2.0 * (ranks - 1) / ranks * bytes * beta;
+  int i = 0;
+  for (double bytes = 65536; bytes <= 256.0 * 1024 * 1024; bytes *= 4, ++i) {
+    const double model = 2 * (ranks - 1) * alpha + 2.0 * (ranks - 1) / ranks * bytes * beta;
+    const double seconds = model * (1 + noise(i));
     rows.push_back({{"size", bytes}, {"count", bytes / 4}, {"type", "f32"}, {"redop", "sum"}, {"time(us)", seconds * 1e6},
                     {"algbw(GB/s)", bytes / seconds / 1e9}, {"busbw(GB/s)", 0}, {"#wrong", 0}});
   }
   nlohmann::json doc = {{"benchmark", "allreduce"},
-                        {"meta", {{"ranks", ranks}, {"algorithm", "ring"}, {"memcpy_gbs", 10}}},
+                        {"meta", {{"ranks", ranks}, {"algorithm", algorithm}, {"memcpy_gbs", 10}}},
                         {"rows", rows}};
   std::ofstream(path) << doc.dump();
 }
@@ -128,6 +134,66 @@ TEST(BraidPlanToolTest, CalibrateRecoversAlphaBetaAndFeedsCollective) {
   ToolResult predicted = run_tool("collective --bytes 1M --ranks 8 --calibration " + dir.file("fit.json"));
   EXPECT_EQ(predicted.exit_code, 0) << predicted.output;
   EXPECT_TRUE(contains(predicted.output, "calibrated_ring")) << predicted.output;
+}
+
+// --model: a model fitted on one run (file A, exact) predicts a later run of the same machine
+// (file B: the same alpha and beta, +8% at even sizes and -4% at odd ones). Each error is then
+// 1 / (1 + noise) - 1, whatever the size; the report has the fitting report's shape.
+double later_run_noise(int i) { return i % 2 == 0 ? 0.08 : -0.04; }
+
+TEST(BraidPlanToolTest, CalibrateModelPredictsAnotherRun) {
+  TempDir dir;
+  const double alpha = 9e-6, beta = 1 / 3e9;
+  write_bench_file(dir.file("a.json"), 4, alpha, beta);
+  write_bench_file(dir.file("b.json"), 4, alpha, beta, later_run_noise);
+  ASSERT_EQ(run_tool("calibrate " + dir.file("a.json") + " -o " + dir.file("fit.json")).exit_code, 0);
+  nlohmann::json doc = run_json("calibrate --model " + dir.file("fit.json") + " " + dir.file("b.json"));
+  ASSERT_FALSE(doc.is_discarded());
+  ASSERT_EQ(doc["tables"].size(), 1u);
+  const auto& rows = doc["tables"][0]["rows"];
+  ASSERT_EQ(rows.size(), 7u);
+  double sum = 0;
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const double expected = 1 / (1 + later_run_noise(i)) - 1;
+    // The fit of exact data is exact up to rounding and the JSON's 17 significant digits.
+    EXPECT_NEAR(rows[i]["relative_error"].get<double>(), expected, 1e-6) << rows[i].dump();
+    EXPECT_EQ(rows[i]["ranks"], 4);
+    sum += expected * expected;
+  }
+  EXPECT_NEAR(result_value(doc, "rms_relative_error"), std::sqrt(sum / 7), 1e-6);
+  EXPECT_NEAR(result_value(doc, "max_relative_error"), 0.08 / 1.08, 1e-6);
+  EXPECT_NEAR(result_value(doc, "alpha[0]"), alpha, alpha * 1e-6);  // the model's, not refitted on B
+  EXPECT_TRUE(contains(doc["sections"][0]["heading"].get<std::string>(), "fitted as 'ring'")) << doc.dump();
+  ToolResult text = run_tool("calibrate --model " + dir.file("fit.json") + " " + dir.file("b.json"));
+  EXPECT_TRUE(contains(text.output, "predicted(us)")) << text.output;
+  EXPECT_TRUE(contains(text.output, "-7.4")) << text.output;  // 1 / 1.08 - 1
+  EXPECT_TRUE(contains(text.output, "+4.2")) << text.output;  // 1 / 0.96 - 1
+}
+
+// A --per-file model of two world sizes: each held-out run is predicted by the fit of its world
+// size (here 2 ranks: alpha 5 us; 4 ranks: alpha 20 us), and a world size the model has no fit of
+// its own for is refused as ambiguous.
+TEST(BraidPlanToolTest, CalibrateModelMatchesTheWorldSize) {
+  TempDir dir;
+  write_bench_file(dir.file("fit2.json"), 2, 5e-6, 1 / 6e9);
+  write_bench_file(dir.file("fit4.json"), 4, 20e-6, 1 / 2e9);
+  ASSERT_EQ(run_tool("calibrate --per-file " + dir.file("fit2.json") + " " + dir.file("fit4.json") + " -o " +
+                     dir.file("model.json"))
+                .exit_code,
+            0);
+  write_bench_file(dir.file("later2.json"), 2, 5e-6, 1 / 6e9);
+  write_bench_file(dir.file("later4.json"), 4, 20e-6, 1 / 2e9);
+  nlohmann::json doc = run_json("calibrate --model " + dir.file("model.json") + " " + dir.file("later2.json") + " " +
+                                dir.file("later4.json"));
+  ASSERT_FALSE(doc.is_discarded());
+  ASSERT_EQ(doc["tables"].size(), 2u);
+  for (const auto& table : doc["tables"]) {
+    for (const auto& row : table["rows"]) EXPECT_LT(std::fabs(row["relative_error"].get<double>()), 1e-6) << table.dump();
+  }
+  write_bench_file(dir.file("later8.json"), 8, 5e-6, 1 / 6e9);
+  ToolResult r = run_tool("calibrate --model " + dir.file("model.json") + " " + dir.file("later8.json"));
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "has 2 fits for allreduce 'ring', 0 of them on 8 ranks")) << r.output;
 }
 
 // The algorithm sweep's form: one "<algorithm>(us)" column each, "-" where one did not run.
@@ -190,6 +256,29 @@ TEST(BraidPlanToolTest, BadInputIsExplained) {
   TempDir dir;
   std::ofstream(dir.file("bad.json")) << "{\"hello\": 1}";
   expect_rejected("calibrate " + dir.file("bad.json"), "not braid-bench --json output");
+}
+
+TEST(BraidPlanToolTest, CalibrateModelBadInputIsExplained) {
+  TempDir dir;
+  write_bench_file(dir.file("ring.json"), 2, 5e-6, 1 / 6e9);
+  write_bench_file(dir.file("tree.json"), 2, 5e-6, 1 / 6e9, no_noise, "tree");
+  ASSERT_EQ(run_tool("calibrate " + dir.file("ring.json") + " -o " + dir.file("fit.json")).exit_code, 0);
+  const std::string fit = " --model " + dir.file("fit.json") + " ";
+  expect_rejected("calibrate --model /nonexistent/fit.json " + dir.file("ring.json"),
+                  "--model: cannot open '/nonexistent/fit.json'");
+  expect_rejected("calibrate" + fit + "/nonexistent/bench.json", "/nonexistent/bench.json: cannot open it");
+  // A braid-bench file where the model belongs, and a model whose fit lacks its segments.
+  expect_rejected("calibrate --model " + dir.file("ring.json") + " " + dir.file("ring.json"),
+                  "--model: '" + dir.file("ring.json") + "' is not a braid-plan calibrate -o file (no \"fits\" array)");
+  std::ofstream(dir.file("broken.json")) << R"({"fits": [{"op": "allreduce", "algorithm": "ring"}]})";
+  expect_rejected("calibrate --model " + dir.file("broken.json") + " " + dir.file("ring.json"),
+                  "fits[0].segments is missing or empty");
+  expect_rejected("calibrate" + fit + dir.file("tree.json"),
+                  "--model: '" + dir.file("fit.json") + "' has no fit for allreduce 'tree'");
+  expect_rejected("calibrate" + fit + dir.file("tree.json"), "it has allreduce 'ring' on 2 ranks");
+  // Fitting options do not mix with evaluating a fitted model.
+  expect_rejected("calibrate" + fit + "--segments 2 " + dir.file("ring.json"), "excludes");
+  expect_rejected("calibrate" + fit + "-o " + dir.file("other.json") + " " + dir.file("ring.json"), "excludes");
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 //   braid-plan step --model llama-70b --nodes 8 --tp 8 --pp 4 -m 32 --json
 //   braid-plan advise --model llama-70b --nodes 8 --global-batch 512
 //   braid-plan calibrate allreduce-2.json allreduce-4.json -o link.json
+//   braid-plan calibrate --model link.json later-allreduce-4.json   (held-out check)
 #include <cstdio>
 #include <vector>
 

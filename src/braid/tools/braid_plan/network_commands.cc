@@ -1,10 +1,11 @@
 // collective and calibrate: the alpha-beta cost model, from presets or fitted to braid-bench.
+#include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <map>
 #include <memory>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "bench_json.h"
 #include "braid/base/error.h"
@@ -54,23 +55,11 @@ LinkParams link_from(const CollectiveFlags& f) {
 }
 
 void add_calibrated(const CollectiveFlags& f, Op op, double bytes, Report& r) {
-  std::ifstream in(f.calibration);
-  if (!in) throw InvalidArgument({.op = "braid-plan"}, fmt::format("--calibration: cannot open '{}'", f.calibration));
-  nlohmann::json doc = nlohmann::json::parse(in, nullptr, false);
-  if (doc.is_discarded() || !doc.contains("fits")) {
-    throw InvalidArgument({.op = "braid-plan"},
-                          fmt::format("--calibration: '{}' is not a braid-plan calibrate -o file", f.calibration));
-  }
   Estimates items;
-  for (const nlohmann::json& fit : doc["fits"]) {
-    if (fit.value("op", std::string()) != op_name(op)) continue;
-    Calibration cal{.op = op, .algorithm = parse_algorithm(fit.value("model", std::string("ring")))};
-    for (const nlohmann::json& s : fit["segments"]) {
-      cal.segments.push_back({s["min_bytes"].get<double>(), s["max_bytes"].get<double>(), s["alpha"].get<double>(),
-                              s["beta"].get<double>()});
-    }
-    items.push_back({fmt::format("calibrated_{}", fit.value("algorithm", std::string("?"))), cal.predict(bytes, f.ranks),
-                     Unit::kSeconds, "the fitted segment's a(n) alpha + b(n) S beta", f.calibration});
+  for (const ModelFit& fit : read_model_file(f.calibration, "--calibration")) {
+    if (fit.calibration.op != op) continue;
+    items.push_back({fmt::format("calibrated_{}", fit.label), fit.calibration.predict(bytes, f.ranks), Unit::kSeconds,
+                     "the fitted segment's a(n) alpha + b(n) S beta", f.calibration});
   }
   if (!items.empty()) r.sections.push_back({"from the calibration", items});
 }
@@ -134,6 +123,7 @@ struct CalibrateFlags {
   bool per_file = false;
   std::string output;
   std::string link = "measured";  // a label for the link the files were measured on
+  std::string model;              // evaluate this calibrate -o file instead of fitting
 };
 
 struct Group {
@@ -142,16 +132,16 @@ struct Group {
   std::vector<Sample> samples;
 };
 
-std::vector<Group> group_runs(const CalibrateFlags& f) {
+std::vector<Group> group_runs(const CalibrateFlags& f, bool per_file) {
   const double lo = f.min_bytes.empty() ? 0 : parse_bytes(f.min_bytes, "--min-bytes");
   const double hi = f.max_bytes.empty() ? 1e30 : parse_bytes(f.max_bytes, "--max-bytes");
   std::map<std::string, Group> groups;
   for (const std::string& file : f.files) {
     for (const BenchRun& run : read_bench_json(file)) {
-      const std::string key = f.per_file ? fmt::format("{} {} {}", file, run.op, run.algorithm)
-                                         : fmt::format("{} {}", run.op, run.algorithm);
+      const std::string key = per_file ? fmt::format("{} {} {}", file, run.op, run.algorithm)
+                                       : fmt::format("{} {}", run.op, run.algorithm);
       Group& g = groups[key];
-      g.label = f.per_file ? fmt::format("{} ({} ranks, {})", run.algorithm, run.ranks, file) : run.algorithm;
+      g.label = per_file ? fmt::format("{} ({} ranks, {})", run.algorithm, run.ranks, file) : run.algorithm;
       g.op = run.op, g.bench_algorithm = run.algorithm;
       for (const Sample& s : run.samples) {
         if (s.bytes >= lo && s.bytes <= hi) g.samples.push_back(s);
@@ -161,6 +151,37 @@ std::vector<Group> group_runs(const CalibrateFlags& f) {
   std::vector<Group> out;
   for (auto& [key, g] : groups) out.push_back(std::move(g));
   return out;
+}
+
+// The world sizes among `samples`, ascending, each once.
+std::vector<int> ranks_of(const std::vector<Sample>& samples) {
+  std::vector<int> ranks;
+  for (const Sample& s : samples) ranks.push_back(s.ranks);
+  std::sort(ranks.begin(), ranks.end());
+  ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
+  return ranks;
+}
+
+// The model's segments and how far its predictions are from `cal.predictions`' measurements.
+// One layout for a fit and for a fitted model evaluated on other files, so that a reader of the
+// JSON (bench/plan_calibration.sh's verdict) takes both.
+Section calibration_section(const Group& g, const Calibration& cal, const std::string& provenance) {
+  Estimates items;
+  std::string ranges;
+  for (std::size_t i = 0; i < cal.segments.size(); ++i) {
+    const Fit& s = cal.segments[i];
+    const std::string range = fmt::format("{}..{} B", num(s.min_bytes), num(s.max_bytes));
+    items.push_back({fmt::format("alpha[{}]", i), s.alpha, Unit::kSeconds, "least squares on relative error", range});
+    items.push_back({fmt::format("bandwidth[{}]", i), s.bandwidth(), Unit::kBytesPerSecond, "1 / beta", range});
+    ranges += fmt::format("{}[{}]", ranges.empty() ? "" : ", ", range);
+  }
+  const std::string count = fmt::format("{} samples", cal.predictions.size());
+  items.push_back({"rms_relative_error", cal.rms_relative_error, Unit::kRatio, "sqrt(mean(((pred - meas)/meas)^2))",
+                   count});
+  items.push_back({"max_relative_error", cal.max_relative_error, Unit::kRatio, "max |pred - meas| / meas", count});
+  return {fmt::format("{} {} (model: {}; size ranges {}{})", g.op, g.label, algorithm_name(cal.algorithm), ranges,
+                      provenance),
+          items};
 }
 
 void add_prediction_table(const Group& g, const Calibration& cal, Report& r) {
@@ -175,50 +196,83 @@ void add_prediction_table(const Group& g, const Calibration& cal, Report& r) {
   r.tables.push_back(std::move(t));
 }
 
-Report calibrate_report(const CalibrateFlags& f) {
+Report fit_report(const CalibrateFlags& f) {
   Report r{.command = "calibrate"};
   r.inputs = {{"files", f.files}, {"segments", f.segments}, {"link", f.link}};
   const double gamma = f.gamma.empty() ? 0 : parse_time(f.gamma, "--gamma");
-  nlohmann::json fits = nlohmann::json::array();
-  for (const Group& g : group_runs(f)) {
+  std::vector<ModelFit> fits;
+  for (const Group& g : group_runs(f, f.per_file)) {
     std::string note;
     const Algorithm algo = f.algorithm == "auto" ? model_algorithm(g.bench_algorithm, note)
                                                  : parse_algorithm(f.algorithm, "--algorithm");
-    if (!note.empty()) r.notes.push_back(note);
+    // Once per algorithm, not per file of it.
+    if (!note.empty() && std::find(r.notes.begin(), r.notes.end(), note) == r.notes.end()) r.notes.push_back(note);
     const Calibration cal = fit_segments(g.samples, parse_op(g.op, "benchmark"), algo, f.segments, gamma);
-    Estimates items;
-    nlohmann::json segments = nlohmann::json::array();
-    for (std::size_t i = 0; i < cal.segments.size(); ++i) {
-      const Fit& s = cal.segments[i];
-      const std::string range = fmt::format("{}..{} B", num(s.min_bytes), num(s.max_bytes));
-      items.push_back({fmt::format("alpha[{}]", i), s.alpha, Unit::kSeconds, "least squares on relative error", range});
-      items.push_back({fmt::format("bandwidth[{}]", i), s.bandwidth(), Unit::kBytesPerSecond, "1 / beta", range});
-      segments.push_back({{"min_bytes", s.min_bytes}, {"max_bytes", s.max_bytes}, {"alpha", s.alpha}, {"beta", s.beta},
-                          {"bandwidth", s.bandwidth()}});
-    }
-    items.push_back({"rms_relative_error", cal.rms_relative_error, Unit::kRatio, "sqrt(mean(((pred - meas)/meas)^2))",
-                     fmt::format("{} samples", cal.predictions.size())});
-    items.push_back({"max_relative_error", cal.max_relative_error, Unit::kRatio, "max |pred - meas| / meas",
-                     fmt::format("{} samples", cal.predictions.size())});
-    std::string ranges;
-    for (const Fit& s : cal.segments) ranges += fmt::format("{}[{}..{} B]", ranges.empty() ? "" : ", ", num(s.min_bytes),
-                                                            num(s.max_bytes));
-    r.sections.push_back({fmt::format("{} {} (model: {}; size ranges {})", g.op, g.label, algorithm_name(algo), ranges),
-                          items});
+    r.sections.push_back(calibration_section(g, cal, ""));
     add_prediction_table(g, cal, r);
-    fits.push_back({{"op", g.op}, {"algorithm", g.label}, {"link", f.link}, {"model", algorithm_name(algo)},
-                    {"gamma", gamma},
-                    {"segments", segments}, {"rms_relative_error", cal.rms_relative_error},
-                    {"max_relative_error", cal.max_relative_error}});
+    fits.push_back({g.label, g.bench_algorithm, ranks_of(g.samples), f.link, cal});
   }
   if (!f.output.empty()) {
-    std::ofstream out(f.output);
-    out << nlohmann::json{{"fits", fits}}.dump(2) << "\n";
-    if (!out) throw InvalidArgument({.op = "braid-plan"}, fmt::format("-o: cannot write '{}'", f.output));
-    r.notes.push_back(fmt::format("wrote {} (use it with braid-plan collective --calibration)", f.output));
+    write_model_file(f.output, fits, "-o");
+    r.notes.push_back(fmt::format("wrote {} (use it with braid-plan collective --calibration, or calibrate --model)",
+                                  f.output));
   }
   return r;
 }
+
+// The fit of `model` that predicts group `g` (one run of one file): the same op and braid-bench
+// algorithm and, where several fits have those (a --per-file model of several world sizes), the
+// one fitted on g's world size. A single fit also predicts world sizes it never saw (the formula
+// carries its n-dependence), which the caller notes.
+const ModelFit& matching_fit(const std::vector<ModelFit>& fits, const Group& g, const std::string& model) {
+  const std::vector<int> ranks = ranks_of(g.samples);
+  std::vector<const ModelFit*> same_algorithm, same_ranks;
+  std::string available;
+  for (const ModelFit& fit : fits) {
+    available += fmt::format("{}{} '{}'", available.empty() ? "" : ", ", op_name(fit.calibration.op), fit.bench_algorithm);
+    if (!fit.ranks.empty()) available += fmt::format(" on {} ranks", fmt::join(fit.ranks, ","));
+    if (op_name(fit.calibration.op) != g.op || fit.bench_algorithm != g.bench_algorithm) continue;
+    same_algorithm.push_back(&fit);
+    if (std::includes(fit.ranks.begin(), fit.ranks.end(), ranks.begin(), ranks.end())) same_ranks.push_back(&fit);
+  }
+  if (same_algorithm.empty()) {
+    throw InvalidArgument({.op = "braid-plan"},
+                          fmt::format("--model: '{}' has no fit for {} '{}' to predict {}; it has {}", model, g.op,
+                                      g.bench_algorithm, g.label, available.empty() ? "none" : available));
+  }
+  if (same_algorithm.size() == 1) return *same_algorithm.front();
+  if (same_ranks.size() == 1) return *same_ranks.front();
+  throw InvalidArgument({.op = "braid-plan"},
+                        fmt::format("--model: '{}' has {} fits for {} '{}', {} of them on {} ranks as measured in {}; "
+                                    "evaluate with a model of one fit per world size",
+                                    model, same_algorithm.size(), g.op, g.bench_algorithm, same_ranks.size(),
+                                    fmt::join(ranks, ","), g.label));
+}
+
+Report evaluation_report(const CalibrateFlags& f) {
+  Report r{.command = "calibrate"};
+  r.inputs = {{"files", f.files}, {"model", f.model}};
+  const std::vector<ModelFit> fits = read_model_file(f.model, "--model");
+  for (const Group& g : group_runs(f, true)) {
+    if (g.samples.empty()) {
+      throw InvalidArgument({.op = "braid-plan"},
+                            fmt::format("--min-bytes/--max-bytes: no size of {} is left to evaluate", g.label));
+    }
+    const ModelFit& fit = matching_fit(fits, g, f.model);
+    const std::vector<int> ranks = ranks_of(g.samples);
+    if (!fit.ranks.empty() && !std::includes(fit.ranks.begin(), fit.ranks.end(), ranks.begin(), ranks.end())) {
+      r.notes.push_back(fmt::format("{}: a fit on {} ranks predicts {} ranks through the {} formula", g.label,
+                                    fmt::join(fit.ranks, ","), fmt::join(ranks, ","),
+                                    algorithm_name(fit.calibration.algorithm)));
+    }
+    const Calibration cal = evaluate(fit.calibration, g.samples);
+    r.sections.push_back(calibration_section(g, cal, fmt::format("; fitted as '{}' in {}", fit.label, f.model)));
+    add_prediction_table(g, cal, r);
+  }
+  return r;
+}
+
+Report calibrate_report(const CalibrateFlags& f) { return f.model.empty() ? fit_report(f) : evaluation_report(f); }
 
 }  // namespace
 
@@ -247,19 +301,31 @@ Command add_collective_command(CLI::App& parent) {
 Command add_calibrate_command(CLI::App& parent) {
   auto f = std::make_shared<CalibrateFlags>();
   CLI::App* app = parent.add_subcommand(
-      "calibrate", "fit alpha and beta to braid-bench --json files by least squares, and report the fit's error");
+      "calibrate", "fit alpha and beta to braid-bench --json files by least squares, and report the fit's error; "
+                   "with --model, how well an earlier fit predicts these files");
   app->add_option("files", f->files, "braid-bench --json output files")->required();
-  app->add_option("--algorithm", f->algorithm, "formula to fit: auto (from the file), ring, tree, recursive_doubling, "
-                                               "rabenseifner")
-      ->capture_default_str();
-  app->add_option("--segments", f->segments, "at most this many size ranges, one fit each (1..8)")->capture_default_str();
-  app->add_option("--gamma", f->gamma, "fixed reduction time per byte (default 0: folded into beta)");
+  CLI::Option* algorithm =
+      app->add_option("--algorithm", f->algorithm, "formula to fit: auto (from the file), ring, tree, "
+                                                   "recursive_doubling, rabenseifner")
+          ->capture_default_str();
+  CLI::Option* segments =
+      app->add_option("--segments", f->segments, "at most this many size ranges, one fit each (1..8)")
+          ->capture_default_str();
+  CLI::Option* gamma = app->add_option("--gamma", f->gamma, "fixed reduction time per byte (default 0: folded into beta)");
   app->add_option("--min-bytes", f->min_bytes, "ignore smaller sizes");
   app->add_option("--max-bytes", f->max_bytes, "ignore larger sizes");
-  app->add_flag("--per-file", f->per_file, "fit every file on its own instead of all files of an algorithm together");
-  app->add_option("-o,--output", f->output, "write the fitted model as JSON");
-  app->add_option("--link", f->link, "name of the link the files were measured on (kept in -o's file)")
+  CLI::Option* per_file = app->add_flag("--per-file", f->per_file, "fit every file on its own instead of all files of an algorithm together");
+  CLI::Option* output = app->add_option("-o,--output", f->output, "write the fitted model as JSON");
+  CLI::Option* link = app->add_option("--link", f->link, "name of the link the files were measured on (kept in -o's file)")
       ->capture_default_str();
+  app->add_option("--model", f->model, "evaluate this fitted model (a calibrate -o file) on the files instead of "
+                                       "fitting: per size measured vs predicted, every file on its own")
+      ->excludes(algorithm)
+      ->excludes(segments)
+      ->excludes(gamma)
+      ->excludes(per_file)
+      ->excludes(output)
+      ->excludes(link);
   return {app, [f] { return calibrate_report(*f); }};
 }
 
