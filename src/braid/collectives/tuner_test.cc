@@ -197,6 +197,14 @@ TEST(BuiltinTableTest, NamesTheMeasuredWinners) {
   EXPECT_EQ(first(OpKind::kBroadcast, 8, 4, 1), "binomial");
   EXPECT_EQ(first(OpKind::kBroadcast, 64 << 20, 4, 1), "shm_direct");
   EXPECT_EQ(first(OpKind::kBroadcast, 64 << 20, 4, 2), "chain");
+  EXPECT_EQ(first(OpKind::kReduceScatter, 8, 4, 1), "shm_direct");
+  EXPECT_EQ(first(OpKind::kReduceScatter, 64 << 20, 2, 1), "shm_direct");
+  // Across hosts (and where shm_direct refuses: TCP), the message-based rules as before.
+  EXPECT_EQ(first(OpKind::kReduceScatter, 8, 4, 2), "recursive_halving");
+  EXPECT_EQ(first(OpKind::kReduceScatter, 64 << 20, 4, 2), "ring");
+  const auto one_host = builtin_tuning_table().matching({OpKind::kReduceScatter, 64 << 20, 4, 1});
+  ASSERT_GE(one_host.size(), 2u);
+  EXPECT_EQ(one_host[1], "ring");
 }
 
 TEST_F(TunerTest, EnvironmentForcesAnAlgorithmThroughChooseAlgorithm) {
