@@ -32,16 +32,7 @@ namespace braid::algorithms {
 // Several hosts, each with the same number of ranks, at least two: with one rank per host it
 // is a plain allreduce (so the stripes' own allreduce cannot recurse), and with uneven hosts
 // some rank would hold no shard (hierarchical serves those).
-bool allreduce_host_striped_supports(const CollectiveArgs& args) {
-  const Topology& t = args.comm.topology();
-  if (t.num_hosts() < 2) return false;
-  const std::size_t per_host = t.ranks_on_host(0).size();
-  if (per_host < 2) return false;
-  for (int h = 1; h < t.num_hosts(); ++h) {
-    if (t.ranks_on_host(h).size() != per_host) return false;
-  }
-  return true;
-}
+bool allreduce_host_striped_supports(const CollectiveArgs& args) { return spans_uniform_hosts(args.comm.topology()); }
 
 void allreduce_host_striped(const CollectiveArgs& args) {
   HostGroups& groups = args.comm.attachment<HostGroups>(args.comm);

@@ -14,6 +14,10 @@
 
 namespace braid {
 
+// Several hosts, each with the same number (>= 2) of ranks: where the host-striped schemes
+// (allreduce_host_striped.cc, compress/compressed_allreduce_host_striped.cc) apply.
+inline bool spans_uniform_hosts(const Topology& t) { return t.num_hosts() >= 2 && t.uniform_ranks_per_host() >= 2; }
+
 class HostGroups : public CommAttachment {
  public:
   explicit HostGroups(Communicator& comm);

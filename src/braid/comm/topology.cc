@@ -28,4 +28,13 @@ Topology Topology::subset(const std::vector<int>& members) const {
   return Topology(ids);
 }
 
+int Topology::uniform_ranks_per_host() const {
+  if (ranks_of_host_.empty()) return 0;
+  const std::size_t per_host = ranks_of_host_.front().size();
+  for (const auto& ranks : ranks_of_host_) {
+    if (ranks.size() != per_host) return 0;
+  }
+  return static_cast<int>(per_host);
+}
+
 }  // namespace braid

@@ -21,6 +21,8 @@ class Topology {
   // Position of `rank` among the ranks of its host, and their number.
   int local_rank(int rank) const;
   int local_size(int rank) const { return static_cast<int>(ranks_on_host(host_of(rank)).size()); }
+  // The number of ranks on each host when every host holds the same number, else 0.
+  int uniform_ranks_per_host() const;
 
   // The topology of a subset of ranks (members[i] is the parent rank of new rank i).
   Topology subset(const std::vector<int>& members) const;

@@ -18,6 +18,12 @@ TEST(TopologyTest, GroupsRanksByHostInRankOrder) {
   EXPECT_FALSE(t.same_host(0, 1));
 }
 
+TEST(TopologyTest, UniformRanksPerHostOnlyWhenEveryHostHoldsAsMany) {
+  EXPECT_EQ(Topology({"a", "b", "a", "b"}).uniform_ranks_per_host(), 2);
+  EXPECT_EQ(Topology({"a", "a", "a"}).uniform_ranks_per_host(), 3);
+  EXPECT_EQ(Topology({"a", "b", "a"}).uniform_ranks_per_host(), 0);
+}
+
 TEST(TopologyTest, SubsetRenumbers) {
   Topology t({"x", "y", "x", "y"});
   Topology s = t.subset({3, 2, 1});

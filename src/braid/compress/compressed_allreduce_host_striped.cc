@@ -64,14 +64,7 @@ CompressedAllreduceOptions stripe_options(const CompressedCall& call, int local)
 
 }  // namespace
 
-bool host_striped_applies(Communicator& comm) {
-  const Topology& t = comm.topology();
-  if (t.num_hosts() < 2 || t.ranks_on_host(0).size() < 2) return false;
-  for (int h = 1; h < t.num_hosts(); ++h) {
-    if (t.ranks_on_host(h).size() != t.ranks_on_host(0).size()) return false;
-  }
-  return true;
-}
+bool host_striped_applies(Communicator& comm) { return spans_uniform_hosts(comm.topology()); }
 
 void allreduce_two_stage_host_striped(const CompressedCall& call) {
   call.check_finite(call.data);  // on every rank at once, before any rank moves data
