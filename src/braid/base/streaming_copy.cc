@@ -43,8 +43,9 @@ namespace {
 void plain_copy(void* dst, const void* src, std::size_t bytes) { std::memcpy(dst, src, bytes); }
 }  // namespace
 
-CopyFunction copy_for_output(std::size_t output_bytes) {
-  return output_bytes >= (std::size_t{4} << 20) ? streaming_copy : plain_copy;
+CopyFunction copy_for_output(std::size_t output_bytes, int ranks_on_host) {
+  const std::size_t host_bytes = output_bytes * static_cast<std::size_t>(ranks_on_host > 0 ? ranks_on_host : 1);
+  return host_bytes >= (std::size_t{4} << 20) ? streaming_copy : plain_copy;
 }
 
 }  // namespace braid

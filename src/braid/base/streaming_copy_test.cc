@@ -28,5 +28,18 @@ TEST(StreamingCopyTest, EqualsMemcpyForEveryAlignmentAndLength) {
   }
 }
 
+// The switch counts the outputs of every rank of the host: they share its L3.
+TEST(StreamingCopyTest, CopyForOutputStreamsOnceTheHostsOutputsReach4MiB) {
+  constexpr std::size_t kMiB = std::size_t{1} << 20;
+  EXPECT_EQ(copy_for_output(4 * kMiB - 1, 1), copy_for_output(0, 1));
+  EXPECT_NE(copy_for_output(4 * kMiB - 1, 1), &streaming_copy);
+  EXPECT_EQ(copy_for_output(4 * kMiB, 1), &streaming_copy);
+  EXPECT_EQ(copy_for_output(kMiB, 4), &streaming_copy);
+  EXPECT_NE(copy_for_output(kMiB, 2), &streaming_copy);
+  EXPECT_EQ(copy_for_output(2 * kMiB, 2), &streaming_copy);
+  EXPECT_EQ(copy_for_output(4 * kMiB, 0), &streaming_copy);  // no rank count: this rank alone
+  EXPECT_NE(copy_for_output(kMiB, 0), &streaming_copy);
+}
+
 }  // namespace
 }  // namespace braid

@@ -31,7 +31,7 @@ void allgather_shm_direct(const CollectiveArgs& a) {
   const std::int64_t chunk = static_cast<std::int64_t>(half / a.elem());
   const std::int64_t rounds = (a.count + chunk - 1) / chunk;
   ws.begin(a.op, a.seq);
-  const CopyFunction copy_out = copy_for_output(a.bytes(a.count) * static_cast<std::size_t>(n));
+  const CopyFunction copy_out = copy_for_output(a.bytes(a.count) * static_cast<std::size_t>(n), n);
   auto piece = [&](std::int64_t k) { return std::min(chunk, a.count - k * chunk); };
   auto block = [&](int q, std::int64_t k) { return a.recv + a.bytes(static_cast<std::int64_t>(q) * a.count + k * chunk); };
   ws.exchange_rounds(

@@ -42,7 +42,7 @@ class DirectAllreduce {
   DirectAllreduce(const CollectiveArgs& a, ShmWorkspace& ws)
       : a_(a), ws_(ws), n_(a.comm.size()), r_(a.comm.rank()), elem_(a.elem()),
         round_elems_(static_cast<std::int64_t>(ws.slice_bytes() / elem_) * n_),
-        write_out_(copy_for_output(a.bytes(a.count))) {}
+        write_out_(copy_for_output(a.bytes(a.count), n_)) {}
 
   void run() {
     const std::int64_t rounds = (a_.count + round_elems_ - 1) / round_elems_;

@@ -24,7 +24,7 @@ void alltoall_shm_direct(const CollectiveArgs& a) {
   ShmWorkspace& ws = a.comm.attachment<ShmWorkspace>(a.comm, a.op, a.seq);
   ws.post_call(a, nullptr);
   const int n = a.comm.size(), r = a.comm.rank();
-  const CopyFunction copy_out = copy_for_output(a.bytes(a.count) * static_cast<std::size_t>(n));
+  const CopyFunction copy_out = copy_for_output(a.bytes(a.count) * static_cast<std::size_t>(n), n);
   std::memcpy(block_at(a, a.recv, r), block_at(a, a.send, r), a.bytes(a.count));  // own block
   ShmBlockRounds rounds(a, ws);
   rounds.run([&](std::int64_t k, std::size_t half) {

@@ -31,7 +31,7 @@ void broadcast_rounds(const CollectiveArgs& a, ShmWorkspace& ws) {
   const std::int64_t rounds = (a.count + chunk - 1) / chunk;
   const std::uint64_t base = ws.begin(a.op, a.seq);
   const Deadline deadline = ws.deadline();
-  const CopyFunction copy_out = copy_for_output(a.bytes(a.count));
+  const CopyFunction copy_out = copy_for_output(a.bytes(a.count), n);
   std::uint64_t g = base;
   for (std::int64_t k = 0; k < rounds; ++k) {
     g = base + static_cast<std::uint64_t>(k) + 1;

@@ -54,9 +54,10 @@ enum class Store : std::uint8_t {
 // Outputs of at least this many bytes are written with Store::kStream: they will not stay in
 // the caches anyway, and streaming stores skip reading each line before writing it (a third
 // of a plain copy's traffic; it halves fp32 decode time on the 8 MiB-L3 machines braid was
-// measured on). Same threshold as base's copy_for_output (base/streaming_copy.h). The values
-// written are those of kOverwrite; after the last streaming call the caller runs
-// stream_fence(), so the stores are ordered before its later ones (a flag another process reads).
+// measured on). The same 4 MiB as base's copy_for_output (base/streaming_copy.h), but counted
+// per call here rather than per host. The values written are those of kOverwrite; after the
+// last streaming call the caller runs stream_fence(), so the stores are ordered before its
+// later ones (a flag another process reads).
 inline constexpr std::size_t kStreamBytes = std::size_t{4} << 20;
 
 inline Store store_for(std::size_t output_bytes) {
