@@ -88,7 +88,8 @@ run() {
 }
 
 # Rows of braid-bench and of both peers: "size count type redop time(us) algbw busbw #wrong";
-# lines starting with '#' are comments; braid-bench's header names the memcpy bandwidth. The
+# lines starting with '#' are comments; braid-bench's header names the memcpy bandwidths (one
+# thread alone, and per rank with every rank copying at once). The
 # medians are taken of time(us) (one decimal even for tiny sizes, where the printed GB/s round
 # to 0.00); busbw is recomputed from the median time with nccl-tests' factor, so a ratio of
 # busbws is the inverse ratio of times.
@@ -113,11 +114,15 @@ table() {  # table OP N FILES...
     kind == "braid" && /memcpy \(one thread/ {
       if (match($0, /: [0-9.]+ GB/)) mc = mc " " substr($0, RSTART + 2, RLENGTH - 5)
     }
+    kind == "braid" && /memcpy \(every rank at once/ {
+      if (match($0, /: [0-9.]+ GB/)) ma = ma " " substr($0, RSTART + 2, RLENGTH - 5)
+    }
     /^ *[0-9]/ && NF >= 8 { t[kind, $1] = t[kind, $1] " " $5; wrong[$1] += $8; sizes[$1] = 1 }
     END {
-      m = median(mc)
+      m = median(mc); a = median(ma)
       printf "# %s, %d ranks: busbw (GB/s) from the median time of %d runs each", op, n, repeats
       if (m != "") printf "; memcpy (one thread, braid-bench header) %.2f GB/s", m
+      if (a != "") printf ", every rank at once %.2f GB/s per rank", a
       printf "\n"
       printf "# %12s %10s %10s %10s %10s %10s %9s %7s\n", "size", "braid", "openmpi", "gloo-" (gloo_algo == "ring" ? "ring" : "hd"), \
              "braid/mpi", "braid/gloo", "%memcpy", "#wrong"

@@ -154,6 +154,23 @@ TEST_F(BraidBenchTest, PlotWithoutGnuplotSaysWhatToInstall) {
 namespace braid::testing {
 namespace {
 
+// A collective's header names both memory references measured in the run: one thread's memcpy
+// and each rank's share when every rank copies at once (the ceiling of large messages); the
+// JSON carries both. Ranks that share two cores get less each than one thread alone.
+TEST_F(BraidBenchTest, HeaderNamesOneThreadAndEveryRankMemcpy) {
+  LaunchResult r = bench(3, {"allreduce", "-b", "64K", "-e", "64K", "-n", "2", "-w", "1", "--repeats", "1", "--json",
+                             path("m.json")});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.lines_with("memcpy (one thread, 64 MiB").size(), 1u) << r.output;
+  EXPECT_EQ(r.lines_with("memcpy (every rank at once, 64 MiB each").size(), 1u) << r.output;
+  std::ifstream in(path("m.json"));
+  nlohmann::json doc = nlohmann::json::parse(in);
+  const double one = doc["meta"]["memcpy_gbs"].get<double>();
+  const double every = doc["meta"]["memcpy_every_rank_gbs"].get<double>();
+  EXPECT_GT(one, 0.0) << doc.dump();
+  EXPECT_GT(every, 0.0) << doc.dump();
+}
+
 // `allreduce --compress` prints one row per codec and size with the wire columns, and its JSON
 // carries them; int8 sends about a quarter of the fp32 ring's bytes, and its error is small.
 TEST_F(BraidBenchTest, CompressPrintsWireBytesAndErrorPerCodec) {
