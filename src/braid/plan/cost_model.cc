@@ -29,14 +29,17 @@ const char* algorithm_name(Algorithm algo) {
     case Algorithm::kRecursiveDoubling: return "recursive_doubling";
     case Algorithm::kRabenseifner: return "rabenseifner";
     case Algorithm::kHierarchical: return "hierarchical";
+    case Algorithm::kHostStriped: return "host_striped";
   }
   return "?";
 }
 
 std::vector<Algorithm> all_algorithms() {
   return {Algorithm::kRing, Algorithm::kTree, Algorithm::kRecursiveDoubling, Algorithm::kRabenseifner,
-          Algorithm::kHierarchical};
+          Algorithm::kHierarchical, Algorithm::kHostStriped};
 }
+
+bool is_two_level(Algorithm algo) { return algo == Algorithm::kHierarchical || algo == Algorithm::kHostStriped; }
 
 Op parse_op(std::string_view name, std::string_view field) {
   for (Op op : {Op::kAllreduce, Op::kReduceScatter, Op::kAllgather, Op::kBroadcast, Op::kAlltoall, Op::kSendRecv}) {
@@ -56,7 +59,7 @@ Algorithm parse_algorithm(std::string_view name, std::string_view field) {
   }
   throw InvalidArgument({.op = "braid-plan"},
                         fmt::format("{}: unknown algorithm '{}' (ring, tree, recursive_doubling, rabenseifner, "
-                                    "hierarchical)",
+                                    "hierarchical, host_striped)",
                                     field, name));
 }
 
@@ -80,6 +83,7 @@ std::optional<CostCoefficients> allreduce(Algorithm algo, double n, double lg, b
                               "2 log2 n alpha + 2(n-1)/n S beta + (n-1)/n S gamma  (+2 fold steps if n is not a "
                               "power of 2)"};
     case Algorithm::kHierarchical:
+    case Algorithm::kHostStriped:
       return std::nullopt;
   }
   return std::nullopt;
@@ -89,7 +93,7 @@ std::optional<CostCoefficients> allreduce(Algorithm algo, double n, double lg, b
 
 std::optional<CostCoefficients> cost_coefficients(Op op, Algorithm algo, int ranks) {
   require_range("ranks", ranks, 1, 1 << 24);
-  if (algo == Algorithm::kHierarchical) return std::nullopt;
+  if (is_two_level(algo)) return std::nullopt;
   const double n = ranks;
   if (ranks == 1) return CostCoefficients{0, 0, 0, "0 (one rank)"};
   const double lg = std::ceil(std::log2(n));
@@ -141,24 +145,59 @@ std::string substitute(const CostCoefficients& c, double bytes, const LinkParams
                      num(link.gamma), link.name);
 }
 
-// Intra-node reduce (reduce-scatter + gather), inter-node ring allreduce, intra-node broadcast
-// (scatter + allgather): the shape of braid's hierarchical allreduce (intra-host reduce,
-// inter-host allreduce, intra-host broadcast).
-std::optional<Estimate> hierarchical_allreduce(const CollectiveInput& in) {
+// The node layout of a two-level allreduce: g ranks on each of N nodes, or nullopt when it
+// does not apply (another operation, or g does not divide the ranks).
+struct NodeLayout {
+  int g;
+  int nodes;
+};
+std::optional<NodeLayout> node_layout(const CollectiveInput& in) {
   const int g = in.ranks_per_node;
   if (in.op != Op::kAllreduce || g < 1 || in.ranks % g != 0) return std::nullopt;
-  const int nodes = in.ranks / g;
-  const double share = static_cast<double>(g - 1) / g;
-  CostCoefficients intra{4.0 * (g - 1), 4 * share, share, ""};
-  CostCoefficients inter = *allreduce(Algorithm::kRing, nodes, std::ceil(std::log2(std::max(nodes, 1))), true);
-  if (nodes == 1) inter = {0, 0, 0, ""};
-  const double t_intra = evaluate(intra, in.bytes, in.link);
-  const double t_inter = evaluate(inter, in.bytes, in.inter_link);
-  return Estimate{"collective_seconds", t_intra + t_inter, Unit::kSeconds,
-                  "intra: 4(g-1) alpha_i + 4(g-1)/g S beta_i + (g-1)/g S gamma; inter: ring allreduce over N = n/g "
-                  "nodes on the inter-node link",
-                  fmt::format("g = {}, N = {}: intra {} + inter {}", g, nodes, substitute(intra, in.bytes, in.link),
-                              substitute(inter, in.bytes, in.inter_link))};
+  return NodeLayout{g, in.ranks / g};
+}
+
+// A ring allreduce among N nodes (nothing on one node).
+CostCoefficients inter_node_ring(int nodes) {
+  if (nodes == 1) return {0, 0, 0, ""};
+  return *allreduce(Algorithm::kRing, nodes, std::ceil(std::log2(nodes)), true);
+}
+
+// A two-level allreduce's time: `intra` on the intra-node link over S, plus a ring allreduce of
+// `inter_bytes` among the N nodes on the inter-node link.
+Estimate two_level_estimate(const CollectiveInput& in, NodeLayout layout, const CostCoefficients& intra,
+                            double inter_bytes, std::string formula) {
+  const CostCoefficients inter = inter_node_ring(layout.nodes);
+  const double seconds = evaluate(intra, in.bytes, in.link) + evaluate(inter, inter_bytes, in.inter_link);
+  return Estimate{"collective_seconds", seconds, Unit::kSeconds, std::move(formula),
+                  fmt::format("g = {}, N = {}: intra {} + inter {}", layout.g, layout.nodes,
+                              substitute(intra, in.bytes, in.link), substitute(inter, inter_bytes, in.inter_link))};
+}
+
+// Intra-node reduce (reduce-scatter + gather), inter-node ring allreduce, intra-node broadcast
+// (scatter + allgather): the shape of braid's hierarchical allreduce (intra-host reduce,
+// inter-host allreduce among one leader per host, intra-host broadcast).
+std::optional<Estimate> hierarchical_allreduce(const CollectiveInput& in) {
+  const std::optional<NodeLayout> layout = node_layout(in);
+  if (!layout) return std::nullopt;
+  const double g = layout->g, share = (g - 1) / g;
+  return two_level_estimate(in, *layout, {4 * (g - 1), 4 * share, share, ""}, in.bytes,
+                            "intra: 4(g-1) alpha_i + 4(g-1)/g S beta_i + (g-1)/g S gamma; inter: ring allreduce over "
+                            "N = n/g nodes on the inter-node link");
+}
+
+// Intra-node ring reduce-scatter, a ring allreduce of each S/g shard among the N ranks that hold
+// it (one per node, all g stripes at once, each on its own inter-node link), intra-node ring
+// allgather: braid's host_striped allreduce. Against hierarchical, the intra-node part moves
+// half the bytes (no gather to a leader and scatter back) and the inter-node part a g-th, since
+// every rank of a node carries a shard instead of one leader carrying all.
+std::optional<Estimate> host_striped_allreduce(const CollectiveInput& in) {
+  const std::optional<NodeLayout> layout = node_layout(in);
+  if (!layout) return std::nullopt;
+  const double g = layout->g, share = (g - 1) / g;
+  return two_level_estimate(in, *layout, {2 * (g - 1), 2 * share, share, ""}, in.bytes / g,
+                            "intra: 2(g-1) alpha_i + 2(g-1)/g S beta_i + (g-1)/g S gamma; inter: ring allreduce of "
+                            "S/g over N = n/g nodes, one per stripe, on the inter-node link");
 }
 
 }  // namespace
@@ -169,6 +208,7 @@ std::optional<Estimate> collective_time(const CollectiveInput& in) {
   require_range("bandwidth", in.link.bandwidth, 1, 1e15);
   require_range("alpha", in.link.alpha, 0, 10, "seconds per message");
   if (in.algorithm == Algorithm::kHierarchical) return hierarchical_allreduce(in);
+  if (in.algorithm == Algorithm::kHostStriped) return host_striped_allreduce(in);
   std::optional<CostCoefficients> c = cost_coefficients(in.op, in.algorithm, in.ranks);
   if (!c) return std::nullopt;
   return Estimate{"collective_seconds", evaluate(*c, in.bytes, in.link), Unit::kSeconds, c->formula,

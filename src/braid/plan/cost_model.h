@@ -6,8 +6,10 @@
 //
 // messages a on the critical path, bytes per byte of buffer b each rank sends, bytes c it
 // reduces. One table of (a, b, c) per (operation, algorithm), as NCCL's tuning.cc keeps
-// latency and bandwidth per algorithm; the hierarchical allreduce composes an intra-node reduce,
-// an inter-node allreduce and an intra-node broadcast over two links.
+// latency and bandwidth per algorithm. The two-level allreduces compose steps over two links:
+// hierarchical an intra-node reduce, an inter-node allreduce among leaders and an intra-node
+// broadcast; host_striped an intra-node reduce-scatter, one inter-node allreduce per stripe of
+// one rank per node, and an intra-node allgather.
 #pragma once
 
 #include <optional>
@@ -21,13 +23,17 @@
 namespace braid::plan {
 
 enum class Op { kAllreduce, kReduceScatter, kAllgather, kBroadcast, kAlltoall, kSendRecv };
-enum class Algorithm { kRing, kTree, kRecursiveDoubling, kRabenseifner, kHierarchical };
+enum class Algorithm { kRing, kTree, kRecursiveDoubling, kRabenseifner, kHierarchical, kHostStriped };
 
 const char* op_name(Op op);                 // "allreduce", "reduce_scatter", ...
-const char* algorithm_name(Algorithm algo); // "ring", "tree", "recursive_doubling", "rabenseifner", "hierarchical"
+// "ring", "tree", "recursive_doubling", "rabenseifner", "hierarchical", "host_striped"
+const char* algorithm_name(Algorithm algo);
 Op parse_op(std::string_view name, std::string_view field = "op");
 Algorithm parse_algorithm(std::string_view name, std::string_view field = "algorithm");
 std::vector<Algorithm> all_algorithms();
+// Whether `algo` runs over two links (intra- and inter-node: hierarchical, host_striped), and
+// so has no single-link coefficients.
+bool is_two_level(Algorithm algo);
 
 struct CostCoefficients {
   double messages = 0;      // a(n)
@@ -46,14 +52,14 @@ struct CollectiveInput {
   double bytes = 0;
   int ranks = 2;
   LinkParams link;            // the (intra-node) link
-  // Hierarchical only: ranks per node (the rest of `ranks` is spread over ranks / per_node
-  // nodes) and the link between nodes.
+  // Two-level algorithms only: ranks per node (the rest of `ranks` is spread over ranks /
+  // per_node nodes) and the link between nodes (one per rank, as the flat algorithms assume).
   int ranks_per_node = 0;
   LinkParams inter_link;
 };
 
-// Predicted seconds, or nullopt when the algorithm does not implement the operation (or the
-// hierarchical layout does not divide the ranks). Throws InvalidArgument for bytes < 0 or
+// Predicted seconds, or nullopt when the algorithm does not implement the operation (or a
+// two-level algorithm's layout does not divide the ranks). Throws InvalidArgument for bytes < 0 or
 // ranks < 1.
 std::optional<Estimate> collective_time(const CollectiveInput& input);
 

@@ -61,6 +61,34 @@ TEST(CostModelTest, HierarchicalUsesBothLinks) {
   EXPECT_FALSE(collective_time(in));
 }
 
+// host_striped: intra ring reduce-scatter + allgather over S, and a ring allreduce of S/g per
+// stripe among the nodes. Against hierarchical (gather to a leader and back, the whole buffer
+// across nodes) it moves half the intra-node bytes and a g-th of the inter-node ones.
+TEST(CostModelTest, HostStripedShardsTheInterNodeAllreduce) {
+  const LinkParams intra = link(1e-6, 1e11), inter = link(5e-6, 1e10);
+  CollectiveInput in{.op = Op::kAllreduce, .algorithm = Algorithm::kHostStriped, .bytes = 1e9, .ranks = 16,
+                     .link = intra, .ranks_per_node = 8, .inter_link = inter};
+  // intra: 14 alpha_i + 1.75 S / 1e11; inter (N = 2): 2 alpha_e + 1 x (S / 8) / 1e10.
+  EXPECT_DOUBLE_EQ(collective_time(in)->value, 14e-6 + 1.75e9 / 1e11 + 2 * 5e-6 + 1.25e8 / 1e10);
+  in.algorithm = Algorithm::kHierarchical;
+  EXPECT_DOUBLE_EQ(collective_time(in)->value, 28e-6 + 3.5e9 / 1e11 + 2 * 5e-6 + 1e9 / 1e10);
+  // One node: no inter-node part, a reduce-scatter and an allgather inside it.
+  in = {.op = Op::kAllreduce, .algorithm = Algorithm::kHostStriped, .bytes = 1e9, .ranks = 8, .link = intra,
+        .ranks_per_node = 8, .inter_link = inter};
+  EXPECT_DOUBLE_EQ(collective_time(in)->value, 14e-6 + 1.75e9 / 1e11);
+  // Layouts that do not divide, and operations other than allreduce, have no estimate.
+  in.ranks = 12;
+  EXPECT_FALSE(collective_time(in));
+  in.ranks = 16;
+  in.op = Op::kBroadcast;
+  EXPECT_FALSE(collective_time(in));
+  EXPECT_FALSE(cost_coefficients(Op::kAllreduce, Algorithm::kHostStriped, 8));
+  EXPECT_TRUE(is_two_level(Algorithm::kHostStriped));
+  EXPECT_FALSE(is_two_level(Algorithm::kRing));
+  EXPECT_EQ(parse_algorithm("host_striped"), Algorithm::kHostStriped);
+  EXPECT_STREQ(algorithm_name(Algorithm::kHostStriped), "host_striped");
+}
+
 TEST(CostModelTest, PresetsAndNames) {
   EXPECT_DOUBLE_EQ(link_preset("nvlink").bandwidth, 450e9);  // seeds/004: 900 GB/s both directions
   EXPECT_DOUBLE_EQ(link_preset("ib-ndr").bandwidth, 50e9);   // 400 Gb/s

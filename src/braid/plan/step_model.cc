@@ -21,7 +21,7 @@ double allreduce_seconds(double bytes, int n, const LinkParams& link) {
 }
 
 // The DP group's allreduce: inside a node, over the inter-node link when each node holds one
-// member, hierarchical when a node holds several.
+// member, two-level (hierarchical or host_striped, the faster) when a node holds several.
 double dp_allreduce_seconds(double bytes, const ClusterSpec& c, const Layout& l, Op op = Op::kAllreduce) {
   if (l.dp <= 1 || bytes <= 0) return 0;
   const int per_node = std::max(1, std::min(l.dp, c.devices_per_node / l.tp));
@@ -33,9 +33,13 @@ double dp_allreduce_seconds(double bytes, const ClusterSpec& c, const Layout& l,
     return collective_time({.op = op, .algorithm = Algorithm::kRing, .bytes = bytes, .ranks = l.dp, .link = c.inter})
         ->value;
   }
-  return collective_time({.op = op, .algorithm = Algorithm::kHierarchical, .bytes = bytes, .ranks = l.dp,
-                          .link = c.intra, .ranks_per_node = per_node, .inter_link = c.inter})
-      ->value;
+  // braid's tuner picks between the two two-level allreduces by size: take the faster.
+  auto two_level = [&](Algorithm a) {
+    return collective_time({.op = op, .algorithm = a, .bytes = bytes, .ranks = l.dp, .link = c.intra,
+                            .ranks_per_node = per_node, .inter_link = c.inter})
+        ->value;
+  };
+  return std::min(two_level(Algorithm::kHierarchical), two_level(Algorithm::kHostStriped));
 }
 
 struct DpCost {

@@ -28,7 +28,7 @@ Algorithm model_algorithm(const std::string& bench_name, std::string& note) {
   if (bench_name == "bruck") return Algorithm::kRecursiveDoubling;
   if (bench_name == "pairwise") return Algorithm::kRing;
   for (Algorithm a : all_algorithms()) {
-    if (bench_name == algorithm_name(a) && a != Algorithm::kHierarchical) return a;
+    if (bench_name == algorithm_name(a) && !is_two_level(a)) return a;
   }
   note = fmt::format("'{}' has no formula of its own: fitted with the ring formula's shape", bench_name);
   return Algorithm::kRing;
@@ -79,7 +79,7 @@ Report collective_report(const CollectiveFlags& f) {
   r.inputs = {{"op", f.op}, {"bytes", bytes}, {"ranks", f.ranks}, {"link", link.name}, {"alpha", link.alpha},
               {"bandwidth", link.bandwidth}, {"gamma", link.gamma}};
   // A flat algorithm over several nodes has inter-node hops on its critical path: it runs at
-  // the inter-node link's pace. Only the hierarchical one uses the intra-node link as well.
+  // the inter-node link's pace. Only the two-level ones use the intra-node link as well.
   const int per_node = f.ranks_per_node > 0 ? f.ranks_per_node : f.ranks;
   const LinkParams inter = link_preset(f.inter_link, "--inter-link");
   const bool spans_nodes = per_node < f.ranks;
@@ -91,7 +91,7 @@ Report collective_report(const CollectiveFlags& f) {
   const Estimate* best = nullptr;
   for (Algorithm a : algorithms) {
     CollectiveInput in{.op = op, .algorithm = a, .bytes = bytes, .ranks = f.ranks,
-                       .link = spans_nodes && a != Algorithm::kHierarchical ? inter : link,
+                       .link = spans_nodes && !is_two_level(a) ? inter : link,
                        .ranks_per_node = per_node, .inter_link = inter};
     std::optional<Estimate> e = collective_time(in);
     if (!e) continue;
@@ -290,10 +290,10 @@ Command add_collective_command(CLI::App& parent) {
   app->add_option("--bandwidth", f->bandwidth, "bandwidth per direction, overriding the preset (25GB/s, 400Gbps)");
   app->add_option("--gamma", f->gamma, "reduction time per byte (e.g. 0.1ns)");
   app->add_option("--algorithm", f->algorithms, "all, or a list of ring, tree, recursive_doubling, rabenseifner, "
-                                                "hierarchical")
+                                                "hierarchical, host_striped")
       ->capture_default_str();
-  app->add_option("--ranks-per-node", f->ranks_per_node, "hierarchical: ranks per node (default all)");
-  app->add_option("--inter-link", f->inter_link, "hierarchical: link between nodes")->capture_default_str();
+  app->add_option("--ranks-per-node", f->ranks_per_node, "hierarchical, host_striped: ranks per node (default all)");
+  app->add_option("--inter-link", f->inter_link, "hierarchical, host_striped: link between nodes")->capture_default_str();
   app->add_option("--calibration", f->calibration, "a braid-plan calibrate -o file: add its prediction");
   return {app, [f] { return collective_report(*f); }};
 }
