@@ -29,9 +29,8 @@ ResultTable make_table(const CollectiveSpec& spec, Communicator& comm, const Swe
   table.set_meta("memcpy_every_rank_gbs", reference.every_rank_gbs);
   if (comm.rank() == 0) {
     table.print_comment(fmt::format("braid-bench {}: {} ranks, algorithm {}, out-of-place", spec.name, comm.size(), algorithm));
-    table.print_comment(fmt::format("memcpy (one thread, 64 MiB, median of 11): {:.2f} GB/s", reference.one_thread_gbs));
-    table.print_comment(fmt::format("memcpy (every rank at once, 64 MiB each, median of 11): {:.2f} GB/s per rank",
-                                    reference.every_rank_gbs));
+    table.print_comment(one_thread_memcpy_line(reference.one_thread_gbs));
+    table.print_comment(every_rank_memcpy_line(reference.every_rank_gbs));
     table.print_comment(fmt::format("time = slowest rank, median of {} batches; busbw = algbw * {:.3f}", options.repeats,
                                     spec.busbw_factor(comm.size())));
     table.print_header();

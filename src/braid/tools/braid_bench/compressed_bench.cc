@@ -77,7 +77,7 @@ ResultTable make_table(Communicator& comm, const SweepOptions& options, double m
     table.print_comment(fmt::format("braid-bench allreduce --compress {}: {} ranks, average, error feedback per codec "
                                     "default",
                                     options.compress, comm.size()));
-    table.print_comment(fmt::format("memcpy (one thread, 64 MiB, median of 11): {:.2f} GB/s", memcpy_gbs));
+    table.print_comment(one_thread_memcpy_line(memcpy_gbs));
     table.print_comment("algbw on the uncompressed fp32 size; wire = bytes one rank sent (mean over ranks); "
                         "wire/ring = its fraction of an fp32 ring allreduce's; relerr = L2 error of one call vs exact");
     table.print_header();

@@ -5,6 +5,8 @@
 #include <cstring>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "braid/collectives/collectives.h"
 #include "braid/comm/scratch_buffer.h"
 
@@ -41,6 +43,15 @@ double measure_concurrent_memcpy_gbs(Communicator& comm, std::size_t bytes, int 
   double gbs = median_copy_gbs(bytes, repeats, [&] { comm.barrier(); });
   allreduce(comm, &gbs, &gbs, 1, DType::kF64, ReduceOp::kAvg, {.algorithm = "recursive_doubling"});
   return gbs;
+}
+
+std::string one_thread_memcpy_line(double gbs) {
+  return fmt::format("memcpy (one thread, {} MiB, median of {}): {:.2f} GB/s", kProbeBytes >> 20, kProbeRepeats, gbs);
+}
+
+std::string every_rank_memcpy_line(double gbs_per_rank) {
+  return fmt::format("memcpy (every rank at once, {} MiB each, median of {}): {:.2f} GB/s per rank", kProbeBytes >> 20,
+                     kProbeRepeats, gbs_per_rank);
 }
 
 }  // namespace braid::bench

@@ -66,7 +66,7 @@ int run_sendrecv(Communicator& comm, const SweepOptions& options) {
     table.set_meta("transport", transport);
     table.set_meta("memcpy_gbs", memcpy_gbs);
     table.print_comment(fmt::format("braid-bench sendrecv: ping-pong between ranks 0 and 1 of {}, over {}", comm.size(), transport));
-    table.print_comment(fmt::format("memcpy (one thread, 64 MiB, median of 11): {:.2f} GB/s", memcpy_gbs));
+    table.print_comment(one_thread_memcpy_line(memcpy_gbs));
     table.print_comment("time = median one-way time (half a round trip); algbw = size / time");
     table.print_header();
   }

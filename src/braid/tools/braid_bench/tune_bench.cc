@@ -58,7 +58,7 @@ void print_run_header(Communicator& comm, const std::string& what, const SweepOp
   if (comm.rank() != 0) return;
   std::printf("# braid-bench %s: %d ranks on %d host(s), %s, out-of-place\n", what.c_str(), comm.size(),
               comm.topology().num_hosts(), options.dtype_name.c_str());
-  std::printf("# memcpy (one thread, 64 MiB, median of 11): %.2f GB/s\n", memcpy_gbs);
+  std::printf("# %s\n", one_thread_memcpy_line(memcpy_gbs).c_str());
   std::printf("# time(us) = slowest rank, median of %d batches; '-' = the algorithm refuses these arguments\n",
               options.repeats);
   std::fflush(stdout);
