@@ -3,7 +3,10 @@
 #include <algorithm>
 #include <cmath>
 
+#include <fmt/format.h>
+
 #include "braid/base/env.h"
+#include "braid/base/error.h"
 
 namespace braid {
 
@@ -26,5 +29,15 @@ int Deadline::remaining_ms(int cap_ms) const {
 }
 
 double default_timeout_seconds() { return env::get_double(env::kTimeout); }
+
+Seconds peer_timeout() {
+  const double seconds = env::get_double(env::kPeerTimeout);
+  if (!std::isfinite(seconds) || seconds < 0 || seconds > 86400) {
+    throw InvalidArgument({.op = "env"}, fmt::format("BRAID_PEER_TIMEOUT={} must be a number of seconds in [0, 86400] "
+                                                     "(0: leave lost-peer detection to the kernel)",
+                                                     seconds));
+  }
+  return Seconds(seconds);
+}
 
 }  // namespace braid

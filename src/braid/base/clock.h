@@ -36,5 +36,8 @@ class Deadline {
 
 // The configured timeout in seconds (BRAID_TIMEOUT).
 double default_timeout_seconds();
+// How long a TCP peer may stop answering before its connection counts as lost
+// (BRAID_PEER_TIMEOUT; 0 = leave it to the kernel). Throws InvalidArgument unless finite, >= 0.
+Seconds peer_timeout();
 
 }  // namespace braid

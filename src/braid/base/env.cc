@@ -14,7 +14,7 @@ namespace {
 
 constexpr std::array kBraidVariables{
     kRank,    kWorldSize, kLocalRank, kLocalWorldSize, kMasterAddr,  kMasterPort,    kJobToken, kJobId,
-    kTimeout, kTransport, kHostId,    kBindAddr,       kSpinUs,      kShmRingBytes,  kShmChunkBytes, kShmSliceBytes, kKernels, kLogLevel,
+    kTimeout, kPeerTimeout, kTransport, kHostId,    kBindAddr,       kSpinUs,      kShmRingBytes,  kShmChunkBytes, kShmSliceBytes, kKernels, kLogLevel,
     kAlgoAllreduce, kAlgoAllgather, kAlgoReduceScatter, kAlgoBroadcast, kAlgoReduce, kAlgoGather, kAlgoScatter,
     kAlgoAlltoall, kTuningFile, kCompressHostStriped, kChecksum, kTrace,
 };

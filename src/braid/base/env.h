@@ -26,6 +26,7 @@ inline constexpr Variable kMasterPort{"BRAID_MASTER_PORT", "", "TCP port of rank
 inline constexpr Variable kJobToken{"BRAID_JOB_TOKEN", "", "secret every connection must prove (braid-run makes a fresh one)"};
 inline constexpr Variable kJobId{"BRAID_JOB_ID", "", "names this job's shared-memory segments (braid-run removes /dev/shm/braid-<id>-* at exit)"};
 inline constexpr Variable kTimeout{"BRAID_TIMEOUT", "300", "seconds a blocking call waits before it throws braid::Timeout"};
+inline constexpr Variable kPeerTimeout{"BRAID_PEER_TIMEOUT", "8", "seconds after which a TCP peer that stopped answering (unanswered keepalives, unacknowledged data: a cut or black-holed link) counts as lost; 0 leaves it to the kernel (hours)"};
 inline constexpr Variable kTransport{"BRAID_TRANSPORT", "auto", "auto (shm within a host, tcp across), or tcp to force TCP everywhere"};
 inline constexpr Variable kHostId{"BRAID_HOST_ID", "", "host identity; ranks with equal ids use shared memory (default: hostname + boot id)"};
 inline constexpr Variable kBindAddr{"BRAID_BIND_ADDR", "", "address transport listeners bind to and advertise (default: loopback, or the local address that reaches the master when it is not local)"};

@@ -19,6 +19,8 @@
 
 #include <fmt/format.h>
 
+#include "braid/bootstrap/tcp_liveness.h"
+
 namespace braid::net {
 
 namespace {
@@ -229,6 +231,7 @@ UniqueFd tcp_connect(const std::string& host_in, std::uint16_t port, Deadline de
       if (fd.valid()) {
         set_nonblocking(fd.get(), false);
         set_nodelay(fd.get());
+        watch_peer(fd.get(), peer_timeout());
         return fd;
       }
       last_error = std::strerror(err);
@@ -256,6 +259,7 @@ UniqueFd accept_connection(int listen_fd, Deadline deadline, const ErrorContext&
     UniqueFd fd(::accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC));
     if (fd.valid()) {
       set_nodelay(fd.get());
+      watch_peer(fd.get(), peer_timeout());
       return fd;
     }
     if (!is_transient_accept_error(errno)) {

@@ -44,10 +44,12 @@ std::string format_endpoint(const std::string& host, std::uint16_t port);
 // 10 ms up to 200 ms, until `deadline`; then throws Timeout naming host:port and the last error.
 // Names are resolved with getaddrinfo on every attempt (DNS may lag a node's start); a name that
 // cannot exist (EAI_NONAME) throws InvalidArgument at once. Each address gets at most 10 s per
-// attempt, so one black-holed address of several does not use up the whole deadline.
+// attempt, so one black-holed address of several does not use up the whole deadline. The
+// connection comes back with watch_peer(BRAID_PEER_TIMEOUT) applied (tcp_liveness.h).
 UniqueFd tcp_connect(const std::string& host, std::uint16_t port, Deadline deadline, const ErrorContext& ctx);
 
-// Waits (poll) for one connection on a listening socket and accepts it. Throws Timeout.
+// Waits (poll) for one connection on a listening socket and accepts it (with watch_peer).
+// Throws Timeout.
 UniqueFd accept_connection(int listen_fd, Deadline deadline, const ErrorContext& ctx);
 
 void set_nonblocking(int fd, bool on = true);

@@ -5,9 +5,19 @@
 // missing keys) or its response sitting in the write buffer. Only when neither holds is the
 // next frame parsed, and only then is the socket read (POLLIN). This keeps responses in
 // request order and bounds each client's buffers by one frame, whatever the client sends.
+//
+// Unproven connections (no hello yet) must not crowd out the ranks: anyone who can reach the
+// port can open them. Each gets kHelloTimeout to prove the token, at most unproven_cap() exist
+// at once, and when the cap is reached or accept(2) runs out of file descriptors the oldest
+// unproven one is closed to make room (after reading whatever it sent, so a real rank whose
+// hello is already queued is admitted, not evicted). A real rank sends its hello in the same
+// breath as it connects, so it always gets in.
 #include <sys/eventfd.h>
 #include <poll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
+
+#include <algorithm>
 
 #include <cerrno>
 #include <charconv>
@@ -20,6 +30,7 @@
 #include "braid/bootstrap/job_token.h"
 #include "braid/bootstrap/socket.h"
 #include "braid/bootstrap/store.h"
+#include "braid/bootstrap/tcp_liveness.h"
 
 namespace braid {
 
@@ -33,8 +44,21 @@ using store_wire::Status;
 constexpr std::size_t kReadChunkBytes = 256 << 10;
 // While some client has not finished its handshake the loop wakes this often to expire it.
 constexpr int kHandshakeTickMs = 1000;
-// Out of fds: stop accepting for a moment instead of spinning on a listener that stays readable.
+// Out of fds with nobody to evict: stop accepting for a moment instead of spinning on a
+// listener that stays readable.
 constexpr auto kAcceptPause = std::chrono::milliseconds(100);
+// How long a new connection may take to send its hello (a real rank sends it at once).
+constexpr Seconds kHelloTimeout{10.0};
+// Most unproven connections held at once, whatever the descriptor limit allows.
+constexpr std::size_t kMaxUnproven = 32;
+
+// A quarter of this process's descriptor limit, within [4, kMaxUnproven]: unproven clients
+// never take the descriptors the real ranks' connections need.
+std::size_t unproven_cap() {
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) return kMaxUnproven;
+  return std::clamp<std::size_t>(static_cast<std::size_t>(limit.rlim_cur / 4), 4, kMaxUnproven);
+}
 
 struct Client {
   UniqueFd fd;
@@ -68,7 +92,8 @@ class StoreServer::Loop {
  public:
   Loop(UniqueFd listen_fd, std::string token, std::string address, Seconds handshake_timeout)
       : listen_fd_(std::move(listen_fd)), token_(std::move(token)), address_(std::move(address)),
-        handshake_timeout_(handshake_timeout), read_buffer_(kReadChunkBytes) {
+        handshake_timeout_(handshake_timeout), unproven_cap_(unproven_cap()), peer_timeout_(peer_timeout()),
+        read_buffer_(kReadChunkBytes) {
     stop_fd_.reset(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
     if (!stop_fd_.valid()) throw_system_error({.op = "store.serve"}, "eventfd", errno);
   }
@@ -145,22 +170,56 @@ class StoreServer::Loop {
         int e = errno;
         if (e == EAGAIN || e == EWOULDBLOCK) return;
         if (e == EINTR || e == ECONNABORTED || e == EPROTO) continue;
+        if ((e == EMFILE || e == ENFILE) && evict_oldest_unproven("out of file descriptors")) continue;
         log::warn("store at {}: accept failed ({}); pausing new connections briefly", address_, std::strerror(e));
         accept_paused_until_ = Clock::now() + kAcceptPause;
         return;
       }
-      auto client = std::make_unique<Client>();
-      client->remote = net::peer_address(fd.get());
-      try {
-        net::set_nodelay(fd.get());
-      } catch (const Error& e) {
-        log::debug("store at {}: {}", address_, e.detail());
-      }
-      client->fd = std::move(fd);
-      client->handshake_deadline = Deadline::after(handshake_timeout_);
-      clients_.push_back(std::move(client));
+      if (unproven_count() >= unproven_cap_) evict_oldest_unproven("too many connections without a hello");
+      clients_.push_back(make_client(std::move(fd)));
+      // On loopback the hello usually arrives with the connection: admit it now, before a
+      // flood of other connections could make it the oldest unproven one.
+      serve_one(*clients_.back());
     }
   }
+
+  std::unique_ptr<Client> make_client(UniqueFd fd) {
+    auto client = std::make_unique<Client>();
+    client->remote = net::peer_address(fd.get());
+    try {
+      net::set_nodelay(fd.get());
+      net::watch_peer(fd.get(), peer_timeout_);
+    } catch (const Error& e) {
+      log::debug("store at {}: {}", address_, e.detail());
+    }
+    client->fd = std::move(fd);
+    client->handshake_deadline = Deadline::after(handshake_timeout_);
+    return client;
+  }
+
+  std::size_t unproven_count() const {
+    return static_cast<std::size_t>(
+        std::count_if(clients_.begin(), clients_.end(), [](const auto& c) { return !c->dead && !c->authenticated; }));
+  }
+
+  // Closes the oldest connection that has not proven the token, after one last look at what it
+  // sent. Returns false when there was none to close.
+  bool evict_oldest_unproven(const char* why) {
+    for (auto& c : clients_) {
+      if (c->dead || c->authenticated) continue;
+      serve_one(*c);
+      if (c->dead || c->authenticated) continue;
+      // The first eviction is worth a warning (someone is flooding the port); the rest would
+      // only flood the log in turn.
+      drop(*c, fmt::format("{}: closed the oldest connection that has not proven the job token", why),
+           evictions_++ == 0 ? log::Level::kWarn : log::Level::kDebug);
+      return true;
+    }
+    return false;
+  }
+
+  // Reads what the client has sent so far and acts on it, as a POLLIN event would.
+  void serve_one(Client& c) { on_event(c, POLLIN); }
 
   void on_event(Client& c, short revents) {
     if (c.dead) return;
@@ -379,10 +438,13 @@ class StoreServer::Loop {
   const std::string token_;
   const std::string address_;
   const Seconds handshake_timeout_;
+  const std::size_t unproven_cap_;
+  const Seconds peer_timeout_;
   std::vector<char> read_buffer_;
   std::vector<std::unique_ptr<Client>> clients_;
   std::unordered_map<std::string, std::string> data_;
   Clock::time_point accept_paused_until_{};
+  std::size_t evictions_ = 0;
 };
 
 StoreServer::StoreServer(const std::string& bind_addr, std::uint16_t port, std::string token) {
@@ -391,7 +453,7 @@ StoreServer::StoreServer(const std::string& bind_addr, std::uint16_t port, std::
                                                              token.size(), net::kMaxTokenBytes));
   }
   // Read here, on the caller's thread, so a malformed BRAID_TIMEOUT throws to the caller.
-  const Seconds handshake_timeout(default_timeout_seconds());
+  const Seconds handshake_timeout = std::min(Seconds(default_timeout_seconds()), kHelloTimeout);
   UniqueFd listen_fd = net::tcp_listen(bind_addr, port);
   port_ = net::local_port(listen_fd.get());
   address_ = net::format_endpoint(net::local_address(listen_fd.get()), port_);

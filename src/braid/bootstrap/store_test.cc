@@ -1,5 +1,8 @@
 #include "braid/bootstrap/store.h"
 
+#include <poll.h>
+#include <sys/socket.h>
+
 #include <chrono>
 #include <future>
 #include <memory>
@@ -222,6 +225,21 @@ TEST_F(StoreTest, StalledClientsDoNotBlockOthers) {
   const char partial[] = {100, 0, 0, 0, 1, 1};
   net::write_all(half.get(), partial, sizeof partial, soon(), kCtx);
   expect_serving();
+}
+
+TEST_F(StoreTest, FloodOfConnectionsWithoutHelloIsCappedAndRanksStillGetIn) {
+  // More unproven connections than the cap (at most 32) allows: the oldest are closed to make
+  // room, and a client with a hello is served at once.
+  std::vector<UniqueFd> idle;
+  for (int i = 0; i < 100; ++i) idle.push_back(net::tcp_connect("127.0.0.1", server_->port(), soon(), kCtx));
+  expect_serving();
+  std::this_thread::sleep_for(200ms);
+  int closed = 0;
+  for (const auto& fd : idle) {
+    char byte;
+    if (net::wait_ready(fd.get(), POLLIN, Deadline::after(0s)) && ::recv(fd.get(), &byte, 1, MSG_DONTWAIT) == 0) ++closed;
+  }
+  EXPECT_GE(closed, 100 - 32) << "the server must not hold more than its cap of connections without a hello";
 }
 
 TEST_F(StoreTest, ClientThatDoesNotReadDoesNotBlockOthers) {

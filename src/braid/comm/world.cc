@@ -26,9 +26,11 @@ TransportMode transport_mode() {
   throw InvalidArgument({.op = "init"}, fmt::format("BRAID_TRANSPORT='{}' is not one of: auto, tcp", text));
 }
 
+// Rank 0's store binds exactly the master address the other ranks dial: it names an interface
+// of rank 0's host. Loopback too: binding 127.0.0.1 while the ranks dial 127.0.0.2 or ::1 leaves
+// them retrying "connection refused" until the timeout.
 std::string store_bind_address(const std::string& master_addr) {
-  if (master_addr.empty() || net::is_loopback_address(master_addr)) return "127.0.0.1";
-  return master_addr;  // the master address names an interface of rank 0's host
+  return master_addr.empty() ? std::string(env::kMasterAddr.default_value) : master_addr;
 }
 
 // Where this rank's transport listener binds: BRAID_BIND_ADDR if given; loopback when the
@@ -45,9 +47,12 @@ std::unique_ptr<StoreServer> start_store_server(const RankInfo& info) {
   try {
     return std::make_unique<StoreServer>(bind, info.master_port, info.job_token);
   } catch (const SystemError& e) {
-    if (bind == "127.0.0.1") throw;
-    log::warn("rank 0: cannot bind the store to {} ({}); listening on all interfaces", bind, e.detail());
-    return std::make_unique<StoreServer>("0.0.0.0", info.master_port, info.job_token);
+    // A name or an address this host does not own (behind NAT, say): listen everywhere, as
+    // torchrun's store does, rather than fail. A loopback address is always this host's.
+    if (net::is_loopback_address(bind)) throw;
+    const std::string any = bind.find(':') != std::string::npos ? "::" : "0.0.0.0";
+    log::warn("rank 0: cannot bind the store to {} ({}); listening on all interfaces ({})", bind, e.detail(), any);
+    return std::make_unique<StoreServer>(any, info.master_port, info.job_token);
   }
 }
 

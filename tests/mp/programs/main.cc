@@ -28,7 +28,7 @@ int main(int argc, char** argv) {
       {"async", scenario_async}, {"async-mismatch", scenario_async_mismatch}, {"async-timeout", scenario_async_timeout},
       {"compressed", scenario_compressed}, {"compressed-feedback", scenario_compressed_feedback},
       {"compressed-fault", scenario_compressed_fault}, {"compressed-convergence", scenario_compressed_convergence},
-      {"gradsync", scenario_gradsync},
+      {"gradsync", scenario_gradsync}, {"partition", scenario_partition},
   };
   if (argc < 2 || !scenarios.contains(argv[1])) {
     std::fprintf(stderr, "usage: braid-test-rank SCENARIO [ARGS...]; scenarios:");
@@ -43,7 +43,7 @@ int main(int argc, char** argv) {
   const std::set<std::string> outlives_sigterm{"mismatch", "victim", "timeout", "collective-mismatch",
                                                "alltoallv-mismatch", "async-mismatch",
                                                "shared-memory-victim", "shared-memory-frozen",
-                                               "shared-memory-mismatch", "compressed-fault"};
+                                               "shared-memory-mismatch", "compressed-fault", "partition"};
   if (outlives_sigterm.contains(argv[1])) std::signal(SIGTERM, SIG_IGN);
   if (auto job = braid::env::get(braid::env::kJobId)) RANK_SAY("JOBID %s", job->c_str());
   // "badtoken" only corrupts this rank's token before joining, to be refused by the store.

@@ -34,8 +34,14 @@ std::pair<std::string, std::uint16_t> split_endpoint(const std::string& endpoint
   return {host, static_cast<std::uint16_t>(port)};
 }
 
+// How long an accepted connection may take to send its hello. A peer rank sends it as soon as
+// it connects; a stray connection that sends nothing must not hold up the mesh until the
+// job's timeout (connections are accepted one at a time).
+constexpr Seconds kHelloTimeout{10.0};
+
 // Accepts until every rank in `expected` has connected with the right token. Connections that
-// fail the handshake (a stray client, a wrong token) are logged and dropped; setup goes on.
+// fail the handshake (a stray client, a wrong token, no hello in time) are logged and dropped;
+// setup goes on.
 std::vector<std::pair<int, UniqueFd>> accept_peers(int listen_fd, std::set<int> expected, const TcpOptions& options,
                                                    Deadline deadline) {
   std::vector<std::pair<int, UniqueFd>> accepted;
@@ -43,7 +49,8 @@ std::vector<std::pair<int, UniqueFd>> accept_peers(int listen_fd, std::set<int> 
   while (!expected.empty()) {
     UniqueFd fd = net::accept_connection(listen_fd, deadline, ctx);
     try {
-      net::Hello hello = net::server_handshake(fd.get(), options.token, net::Role::kTransportPeer, deadline, ctx);
+      Deadline hello_deadline = Deadline::after(deadline.remaining(kHelloTimeout));
+      net::Hello hello = net::server_handshake(fd.get(), options.token, net::Role::kTransportPeer, hello_deadline, ctx);
       if (!expected.contains(hello.rank)) {
         log::warn("rank {}: dropped a transport connection claiming rank {} (not expected or duplicate)", options.rank,
                   hello.rank);
@@ -52,7 +59,7 @@ std::vector<std::pair<int, UniqueFd>> accept_peers(int listen_fd, std::set<int> 
       expected.erase(hello.rank);
       accepted.emplace_back(hello.rank, std::move(fd));
     } catch (const Error& e) {
-      if (e.kind() == ErrorKind::kTimeout) throw;
+      if (e.kind() == ErrorKind::kTimeout && deadline.expired()) throw;
       log::warn("rank {}: refused a transport connection: {}", options.rank, e.detail());
     }
   }
@@ -64,6 +71,7 @@ std::vector<std::pair<int, UniqueFd>> accept_peers(int listen_fd, std::set<int> 
 std::unique_ptr<TcpTransport> TcpTransport::connect(const TcpOptions& options, StoreClient& store,
                                                     Deadline deadline) {
   std::unique_ptr<TcpTransport> t(new TcpTransport(options));
+  t->lost_after_ = peer_timeout();
   UniqueFd listener = net::tcp_listen(options.bind_addr, 0);
   std::string endpoint = net::format_endpoint(options.advertise_addr, net::local_port(listener.get()));
   store.set(address_key(options.rank), endpoint);

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "braid/base/unique_fd.h"
+#include "braid/bootstrap/tcp_liveness.h"
 #include "braid/transport/matcher.h"
 #include "braid/transport/message_header.h"
 #include "braid/transport/tcp/tcp_transport.h"
@@ -22,6 +23,7 @@ struct TcpTransport::Peer {
   State state = State::kOpen;
   bool bye_received = false;
   std::string lost_reason;
+  net::PeerSilence silence;  // tells a peer behind a cut link from a slow one
 
   // Outgoing: control frames go out between data frames, data frames in post order.
   std::string control;

@@ -207,8 +207,24 @@ void TcpTransport::throw_lost(const Peer& p, const std::string& why) const {
 }
 
 void TcpTransport::check_peers() {
+  check_silent_peers();
   for (auto& p : peers_) {
     if (p->state != Peer::State::kOpen && p->pending()) throw_lost(*p, p->lost_reason);
+  }
+}
+
+void TcpTransport::check_silent_peers() {
+  if (lost_after_.count() <= 0 || Clock::now() < next_silence_check_) return;
+  next_silence_check_ = Clock::now() + std::chrono::seconds(1);
+  for (auto& p : peers_) {
+    if (p->state != Peer::State::kOpen) continue;
+    if (auto silent = p->silence.check(p->fd.get(), lost_after_)) {
+      p->state = Peer::State::kLost;
+      p->lost_reason = fmt::format(
+          "rank {} has acknowledged nothing for {:.1f} s while this rank kept retrying (link cut, packets dropped or "
+          "host down?; BRAID_PEER_TIMEOUT={:g})",
+          p->rank, silent->count(), lost_after_.count());
+    }
   }
 }
 

@@ -7,6 +7,10 @@
 // A connection that reaches EOF after the peer's bye frame was closed in order; one that
 // reaches EOF (or ECONNRESET) without it means the peer died. Either way a pending or later
 // request with that peer fails with braid::PeerLost at once (no waiting for the timeout).
+// A peer that goes silent without closing (a cut or black-holed link, a host that went down)
+// counts as lost after BRAID_PEER_TIMEOUT: keepalive fails an idle connection, and
+// check_peers() reads the kernel's retransmission state for one with data in flight
+// (Note [Lost peers] in bootstrap/tcp_liveness.cc).
 //
 // Thread-safety: see transport.h (everything but sleep() under the Fabric's lock).
 #pragma once
@@ -66,8 +70,11 @@ class TcpTransport final : public Transport {
   bool progress_recvs(Peer& p);
   void on_eof(Peer& p, int err);
   [[noreturn]] void throw_lost(const Peer& p, const std::string& why) const;
+  void check_silent_peers();
 
   TcpOptions options_;
+  Seconds lost_after_{0};                  // BRAID_PEER_TIMEOUT, read once at connect
+  Clock::time_point next_silence_check_{};  // TCP_INFO is read at most once a second
   std::vector<std::unique_ptr<Peer>> peers_;
   std::vector<int> peer_index_;  // global rank -> index in peers_, or -1
 };
