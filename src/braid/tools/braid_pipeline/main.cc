@@ -47,9 +47,9 @@ int write_or_print(const std::string& text, const std::string& output) {
 
 // What the simulator can hold: it keeps every action (about 7 of 16 bytes per stage, micro-batch
 // and chunk) and its place on the timeline, ~320 bytes per (stage, micro-batch, chunk) measured
-// (-p 64 -m 4096: 85 MB). 2^21 of them stay under ~700 MB and a second or two; -p 4096 -m 65536
-// (2^28, ~86 GB) used to end in std::bad_alloc.
-constexpr std::int64_t kMaxScheduleCells = std::int64_t{1} << 21;
+// (-p 64 -m 4096: 85 MB; -p 2048 -m 2048: 1.3 GB in 4 s). 2^22 of them is as far as a shared
+// machine should be asked to go; -p 4096 -m 65536 (2^28, ~86 GB) used to end in std::bad_alloc.
+constexpr std::int64_t kMaxScheduleCells = std::int64_t{1} << 22;
 
 // `chunks` names where v came from ("-v 2", "interleaved:2"); empty when v is 1.
 void check_simulation_size(int p, int m, int v, const std::string& chunks) {

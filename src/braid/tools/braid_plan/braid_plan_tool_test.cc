@@ -14,6 +14,7 @@
 
 #include "launch.h"
 #include "temp_dir.h"
+#include "usage_error.h"
 #include <nlohmann/json.hpp>
 
 namespace braid::plan::cli {
@@ -236,9 +237,7 @@ void expect_rejected(const std::string& args, const std::string& message) {
 
 // A usage error, of CLI11's or of braid's, exits 2 (docs/planner.md), never CLI11's own codes.
 void expect_usage_error(const std::string& args, const std::string& message) {
-  ToolResult r = run_tool(args);
-  EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.output;
-  EXPECT_TRUE(contains(r.output, message)) << args << "\n" << r.output;
+  braid::testing::expect_usage_error("braid-plan", args, message);
 }
 
 // 0 used to mean "the preset's value" silently: --seq 0 planned llama-7b's 4096 tokens.
