@@ -37,7 +37,8 @@ inline constexpr double kMaxRank = (1 << 24) - 1;
 inline constexpr double kMaxLane = (1 << 16) - 1;
 inline constexpr double kMaxStep = 2147483647;
 inline constexpr double kMaxEventBytes = 1099511627776.0;  // 2^40
-inline constexpr double kMaxClockNs = 9e18;  // below 2^63 (the year 2255), so it fits an int64
+// Clock readings (ns since the epoch: 9e18 is the year 2255) and counts, below 2^63 so they fit an int64.
+inline constexpr double kMaxInt64Field = 9e18;
 
 // Parses `text` as a braid trace (read from `path`, which every error names): a JSON object
 // with a "traceEvents" array whose events pass check_event, and otherData.braid_trace no newer
