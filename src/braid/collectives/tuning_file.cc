@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <array>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <optional>
 #include <sstream>
@@ -138,10 +141,18 @@ TuningTable parse_tuning_json(std::string_view text, std::string_view source) {
 }
 
 TuningTable load_tuning_file(const std::string& path) {
+  auto cannot_read = [&path](std::string_view why) {
+    throw InvalidArgument({.op = "tuning"}, fmt::format("cannot read tuning file '{}': {}", path, why));
+  };
+  // A directory opens like a file and reads as nothing, which would be reported as "not valid
+  // JSON": say what it is instead.
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) cannot_read("it is a directory, not a file");
   std::ifstream in(path);
-  if (!in) throw InvalidArgument({.op = "tuning"}, fmt::format("cannot read tuning file '{}'", path));
+  if (!in) cannot_read(std::strerror(errno));
   std::stringstream text;
   text << in.rdbuf();
+  if (in.bad()) cannot_read("read error");
   return parse_tuning_json(text.str(), path);
 }
 

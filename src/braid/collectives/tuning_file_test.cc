@@ -107,6 +107,18 @@ TEST(TuningFileTest, MissingFileNamesThePath) {
   }
 }
 
+// A directory opens like a file and reads as nothing: it used to be reported as "not valid JSON".
+TEST(TuningFileTest, DirectoryIsNamedAsADirectory) {
+  const std::string dir = ::testing::TempDir();
+  try {
+    load_tuning_file(dir);
+    FAIL() << "no error";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(e.detail().find("cannot read tuning file '" + dir + "': it is a directory"), std::string::npos)
+        << e.detail();
+  }
+}
+
 TEST(TuningFileTest, MetadataMustBeAnObject) {
   EXPECT_THROW(tuning_json(sample_table(), "[1, 2]"), InvalidArgument);
   EXPECT_THROW(tuning_json(sample_table(), "{"), InvalidArgument);

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "braid/base/byte_size.h"
 #include "braid/base/error.h"
 
 namespace braid::plan {
@@ -67,14 +68,10 @@ double parse_count(std::string_view text, std::string_view field) {
   return parse_with(text, field, kSuffixes, "7B, 70e9, 1.3T, 4096, 32K");
 }
 
+// The one size parser of every braid tool (base/byte_size.h), with the planner's leniency:
+// fractions ("1.5G", "1.5e9") are rounded to whole bytes, and a size must be positive.
 double parse_bytes(std::string_view text, std::string_view field) {
-  static constexpr std::array<Suffix, 18> kSuffixes{{
-      {"", 1}, {"B", 1},
-      {"K", kKi}, {"M", kKi * kKi}, {"G", kKi * kKi * kKi}, {"T", kKi * kKi * kKi * kKi},
-      {"KiB", kKi}, {"MiB", kKi * kKi}, {"GiB", kKi * kKi * kKi}, {"TiB", kKi * kKi * kKi * kKi},
-      {"KB", 1e3}, {"kB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"TB", 1e12},
-      {"k", kKi}, {"m", kKi * kKi}, {"g", kKi * kKi * kKi}}};
-  return parse_with(text, field, kSuffixes, "80GiB, 80GB, 64K, 256M, 1.5e9");
+  return static_cast<double>(parse_byte_size(text, field, {.fractions = true, .zero = false}));
 }
 
 double parse_bandwidth(std::string_view text, std::string_view field) {

@@ -2,8 +2,9 @@
 // bandwidths, times and FLOP rates, each in the forms people already write them.
 //
 //   counts      7B, 70e9, 1.3T, 175B, 4096, 32K   (K=1e3, M=1e6, B or G=1e9, T=1e12)
-//   bytes       80GiB, 80GB, 64K, 256M, 1.5e9     (KB/MB/GB/TB decimal; K/M/G/T and KiB.. binary,
-//                                                  as braid-bench's -b/-e sizes)
+//   bytes       80GiB, 80GB, 64K, 256M, 1.5e9     (KB/MB/GB/TB decimal; K/M/G/T and KiB.. binary;
+//                                                  base/byte_size.h, the parser of braid-bench's
+//                                                  -b/-e too; rounded to whole bytes, < 2^64)
 //   bandwidth   400Gbps, 400Gb/s, 25GB/s, 25GBps, 900GiB/s  (bits when the b is lower case)
 //   time        5us, 1.5ms, 2s, 800ns              (a bare number is seconds)
 //   flop rate   989T, 989TFLOPS, 1.98e15, 2P       (FLOP per second)

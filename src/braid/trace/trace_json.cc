@@ -1,5 +1,7 @@
 #include "braid/trace/trace_json.h"
 
+#include <functional>
+
 #include <fmt/format.h>
 
 #include "braid/base/error.h"
@@ -15,21 +17,71 @@ using nlohmann::json;
   throw Corrupt({.op = "trace.read"}, fmt::format("{}: {}", path, what));
 }
 
+// `object[field]`, when present (or always, when `required`), must be a number in [lo, hi], an
+// integer when `integer`. Compared as doubles, so that 2^64 - 1 or -2^63 are out of range
+// rather than wrapped by a conversion.
+struct Range {
+  double lo;
+  double hi;
+  bool integer = true;
+  bool required = false;
+};
+
+void check_field(const json& object, const char* field, Range range, const std::function<void(std::string)>& bad) {
+  auto it = object.find(field);
+  if (it == object.end()) {
+    if (range.required) bad(fmt::format("has no {} \"{}\"", range.integer ? "integer" : "numeric", field));
+    return;
+  }
+  const bool type_ok = range.integer ? it->is_number_integer() : it->is_number();
+  if (!type_ok) bad(fmt::format("field \"{}\" is not {}", field, range.integer ? "an integer" : "a number"));
+  const double value = it->get<double>();
+  if (!(value >= range.lo && value <= range.hi)) {
+    bad(fmt::format("field \"{}\" = {} is out of range [{}, {}]", field, it->dump(), range.lo, range.hi));
+  }
+}
+
 // The fields every viewer needs: ph, pid, tid, and ts (optional only on metadata events);
-// complete events need a non-negative dur.
+// complete events need a non-negative dur; and what braid reads of args (step, bytes).
 void check_event(const json& event, std::size_t index, const std::string& path) {
-  auto bad = [&](const char* what) { corrupt(path, fmt::format("traceEvents[{}] {}", index, what)); };
+  auto bad = [&](const std::string& what) { corrupt(path, fmt::format("traceEvents[{}] {}", index, what)); };
   if (!event.is_object()) bad("is not an object");
   auto ph = event.find("ph");
   if (ph == event.end() || !ph->is_string()) bad("has no string \"ph\"");
-  if (!event.contains("pid") || !event["pid"].is_number_integer()) bad("has no integer \"pid\"");
-  if (!event.contains("tid") || !event["tid"].is_number_integer()) bad("has no integer \"tid\"");
-  bool metadata = ph->get<std::string>() == "M";
-  if (!metadata && (!event.contains("ts") || !event["ts"].is_number())) bad("has no numeric \"ts\"");
-  if (ph->get<std::string>() == "X") {
-    auto dur = event.find("dur");
-    if (dur == event.end() || !dur->is_number() || dur->get<double>() < 0) bad("has no \"dur\" >= 0");
+  check_field(event, "pid", {0, kMaxRank, true, true}, bad);
+  check_field(event, "tid", {0, kMaxLane, true, true}, bad);
+  const bool metadata = ph->get<std::string>() == "M";
+  check_field(event, "ts", {-kMaxTimeUs, kMaxTimeUs, false, !metadata}, bad);
+  if (ph->get<std::string>() == "X") check_field(event, "dur", {0, kMaxTimeUs, false, true}, bad);
+  auto args = event.find("args");
+  if (args == event.end() || !args->is_object()) return;
+  auto cat_field = event.find("cat");
+  const std::string cat = cat_field != event.end() && cat_field->is_string() ? cat_field->get<std::string>() : "";
+  auto bad_arg = [&](const std::string& what) { bad("args " + what); };
+  if (cat == kCatStep) check_field(*args, "step", {0, kMaxStep}, bad_arg);
+  if (cat == kCatComm) {
+    check_field(*args, "bytes", {0, kMaxEventBytes}, bad_arg);
+    check_field(*args, "wire_bytes", {0, kMaxEventBytes}, bad_arg);
   }
+}
+
+// What the reader and the merger take from a rank's entry in otherData (or in a merged
+// trace's otherData.ranks).
+void check_rank_entry(const json& entry, const std::string& where, const std::string& path) {
+  auto bad = [&](const std::string& what) { corrupt(path, fmt::format("{} {}", where, what)); };
+  if (!entry.is_object()) bad("is not an object");
+  check_field(entry, "rank", {0, kMaxRank}, bad);
+  check_field(entry, "clock_system_ns", {0, kMaxInt64Field}, bad);
+  check_field(entry, "dropped_events", {0, kMaxInt64Field}, bad);
+}
+
+void check_other_data(const json& other, const std::string& path) {
+  auto merged = other.find("merged");
+  if (merged != other.end() && !merged->is_boolean()) corrupt(path, "otherData field \"merged\" is not a boolean");
+  if (merged == other.end() || !merged->get<bool>()) return check_rank_entry(other, "otherData", path);
+  auto ranks = other.find("ranks");
+  if (ranks == other.end() || !ranks->is_array()) corrupt(path, "otherData.ranks of a merged trace is not an array");
+  for (std::size_t i = 0; i < ranks->size(); ++i) check_rank_entry((*ranks)[i], fmt::format("otherData.ranks[{}]", i), path);
 }
 
 }  // namespace
@@ -53,6 +105,7 @@ json parse_braid_trace(const std::string& text, const std::string& path) {
   if (version < 1 || version > kVersion) {
     corrupt(path, fmt::format("braid trace format {} (this braid reads 1 to {})", version, kVersion));
   }
+  check_other_data(*other, path);
   const json& events = trace["traceEvents"];
   for (std::size_t i = 0; i < events.size(); ++i) check_event(events[i], i, path);
   return trace;

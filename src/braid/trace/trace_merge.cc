@@ -1,6 +1,7 @@
 #include "braid/trace/trace_merge.h"
 
 #include <algorithm>
+#include <charconv>
 #include <filesystem>
 #include <map>
 #include <regex>
@@ -28,7 +29,12 @@ std::vector<std::string> trace_files_in(const fs::path& dir) {
   for (const fs::directory_entry& entry : fs::directory_iterator(dir)) {
     std::smatch m;
     std::string name = entry.path().filename().string();
-    if (entry.is_regular_file() && std::regex_match(name, m, kName)) by_rank[std::stoll(m[1])] = entry.path().string();
+    if (!entry.is_regular_file() || !std::regex_match(name, m, kName)) continue;
+    long long rank = 0;
+    const std::string digits = m[1];
+    auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), rank);
+    if (ec != std::errc()) invalid(fmt::format("{}: the rank in the file name is too large", entry.path().string()));
+    by_rank[rank] = entry.path().string();
   }
   if (by_rank.empty()) invalid(fmt::format("{}: no braid-trace-rank<R>.json files in this directory", dir.string()));
   std::vector<std::string> files;

@@ -1,11 +1,11 @@
 #include "bench_options.h"
 
 #include <algorithm>
-#include <cctype>
 #include <cmath>
 
 #include <fmt/format.h>
 
+#include "braid/base/byte_size.h"
 #include "braid/base/error.h"
 
 namespace braid::bench {
@@ -32,27 +32,15 @@ std::vector<std::string> split_list(std::string_view text) {
   return items;
 }
 
-std::uint64_t parse_size(const std::string& text) {
-  std::size_t digits = 0;
-  while (digits < text.size() && std::isdigit(static_cast<unsigned char>(text[digits]))) ++digits;
-  if (digits == 0) throw InvalidArgument({.op = "braid-bench"}, fmt::format("'{}' is not a size (e.g. 8, 64K, 16M, 1G)", text));
-  std::uint64_t value = std::stoull(text.substr(0, digits));
-  std::string suffix = text.substr(digits);
-  std::transform(suffix.begin(), suffix.end(), suffix.begin(), [](unsigned char c) { return std::toupper(c); });
-  if (suffix == "" || suffix == "B") return value;
-  if (suffix == "K" || suffix == "KB" || suffix == "KIB") return value << 10;
-  if (suffix == "M" || suffix == "MB" || suffix == "MIB") return value << 20;
-  if (suffix == "G" || suffix == "GB" || suffix == "GIB") return value << 30;
-  throw InvalidArgument({.op = "braid-bench"}, fmt::format("'{}' has an unknown size suffix '{}' (K, M or G)", text, suffix));
-}
-
 void add_size_flags(CLI::App& app, SweepOptions& options) {
-  auto size_flag = [&app](const char* name, std::uint64_t& target, const char* help) {
-    app.add_option_function<std::string>(name, [&target](const std::string& s) { target = parse_size(s); }, help)
+  // The flag's short name goes into the error ("-b: '17179869184G' is too large ...").
+  auto size_flag = [&app](const char* names, const char* flag, std::uint64_t& target, const char* help) {
+    app.add_option_function<std::string>(
+           names, [flag, &target](const std::string& s) { target = parse_byte_size(s, flag); }, help)
         ->type_name("SIZE");
   };
-  size_flag("-b,--minbytes", options.min_bytes, "smallest message (default 8)");
-  size_flag("-e,--maxbytes", options.max_bytes, "largest message (default 256M)");
+  size_flag("-b,--minbytes", "-b", options.min_bytes, "smallest message: 8, 64K, 16M, 1G (binary), 1GB (decimal); default 8");
+  size_flag("-e,--maxbytes", "-e", options.max_bytes, "largest message (default 256M)");
   app.add_option("-f,--stepfactor", options.factor, "size multiplication factor (default 2)")->check(CLI::Range(1.0, 1e6));
   app.add_option("-n,--iters", options.iters, "timed iterations per size (default: by size)")->check(CLI::PositiveNumber);
   app.add_option("-w,--warmup", options.warmup, "untimed iterations per size (default: by size)")->check(CLI::NonNegativeNumber);

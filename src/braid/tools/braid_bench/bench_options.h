@@ -46,8 +46,6 @@ void add_size_flags(CLI::App& app, SweepOptions& options);
 // "a,b,c" -> {"a", "b", "c"} (empty items dropped).
 std::vector<std::string> split_list(std::string_view text);
 
-// "8", "4K", "1M", "256M", "1G" (binary multiples) -> bytes. Throws InvalidArgument.
-std::uint64_t parse_size(const std::string& text);
 // min, min*f, ..., up to max (max included when the sweep lands on it); a factor of 1 means
 // an arithmetic step of min (as nccl-tests' -i). Sizes are rounded down to `multiple_of`.
 std::vector<std::uint64_t> size_sweep(const SweepOptions& options, std::uint64_t multiple_of);

@@ -4,7 +4,6 @@
 //   braid-run -n 4 braid-bench allreduce -b 8 -e 64M -f 4 --plot allreduce.png --tune allreduce.json
 //   braid-run -n 4 braid-bench tune -o tuning.json --ops allreduce,allgather -b 8 -e 64M -f 4
 //   braid-run -n 2 braid-bench overlap --buckets 1,4,25,auto --compress none,int8
-#include <cstdio>
 #include <vector>
 
 #include <CLI/CLI.hpp>
@@ -12,6 +11,7 @@
 #include "algorithm_sweep.h"
 #include "bench_options.h"
 #include "braid/base/error.h"
+#include "braid/tools/common/tool_main.h"
 #include "collective_bench.h"
 #include "compressed_bench.h"
 #include "overlap_bench.h"
@@ -54,15 +54,7 @@ int main(int argc, char** argv) {
   CLI::App* tune = app.add_subcommand(
       "tune", "time every algorithm of several collectives at every size and write a tuning file (BRAID_TUNING_FILE)");
   braid::bench::add_tune_flags(*tune, tune_options);
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  } catch (const braid::Error& e) {
-    std::fprintf(stderr, "braid-bench: %s\n", e.detail().c_str());
-    return 2;
-  }
-  try {
+  return braid::tools::run_tool("braid-bench", app, argc, argv, [&] {
     const Subcommand* chosen = nullptr;
     for (const auto& s : collectives) {
       if (s.app->parsed()) chosen = &s;
@@ -94,11 +86,5 @@ int main(int argc, char** argv) {
     if (compresses) return braid::bench::run_compressed_bench(comm, chosen->options);
     if (compares) return braid::bench::run_algorithm_bench(comm, chosen->spec, chosen->options);
     return braid::bench::run_collective_bench(comm, chosen->spec, chosen->options);
-  } catch (const braid::InvalidArgument& e) {
-    std::fprintf(stderr, "braid-bench: %s\n", e.detail().c_str());
-    return 2;
-  } catch (const braid::Error& e) {
-    std::fprintf(stderr, "braid-bench: %s\n", e.what());
-    return 1;
-  }
+  });
 }

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "bench_options.h"
+#include "braid/base/byte_size.h"
 #include "braid/base/error.h"
 #include "braid/collectives/collectives.h"
 #include "braid/engine/grad_sync.h"
@@ -162,8 +163,24 @@ void add_overlap_flags(CLI::App& app, OverlapOptions& o) {
   app.add_option("--json", o.json_path, "also write the rows as JSON to this file");
 }
 
+namespace {
+
+// --params as a count (the size parser's units, 1M = 2^20 floats). The limit keeps
+// layers * params * 4 bytes inside int64 for any --layers an int holds.
+std::int64_t params_per_layer(const OverlapOptions& o) {
+  constexpr std::uint64_t kMaxParams = std::uint64_t{1} << 30;
+  const std::uint64_t params = parse_byte_size(o.params_per_layer, "--params", {.zero = false});
+  if (params > kMaxParams) {
+    throw InvalidArgument({.op = "braid-bench overlap"},
+                          fmt::format("--params {} is more than 2^30 (1G) parameters per layer", o.params_per_layer));
+  }
+  return static_cast<std::int64_t>(params);
+}
+
+}  // namespace
+
 void check_overlap_options(const OverlapOptions& o) {
-  (void)parse_size(o.params_per_layer);
+  (void)params_per_layer(o);
   for (const auto& codec : split_list(o.codecs)) (void)compress::parse_codec_spec(codec);
   for (const auto& bucket : split_list(o.buckets)) (void)engine::parse_bucket_cap(bucket, 1, 1);
   for (const auto& mode : split_list(o.overlap)) {
@@ -174,7 +191,7 @@ void check_overlap_options(const OverlapOptions& o) {
 }
 
 int run_overlap_bench(Communicator& comm, const OverlapOptions& o) {
-  const auto params = static_cast<std::int64_t>(parse_size(o.params_per_layer));
+  const std::int64_t params = params_per_layer(o);
   SyntheticModel model(o.layers, params);
   ResultTable table("overlap", {{"bucket", 7}, {"codec", 10}, {"overlap", 8}, {"step(ms)", 10, 1},
                                 {"compute(ms)", 12, 1}, {"comm(ms)", 10, 1}, {"exposed(ms)", 12, 1},

@@ -7,11 +7,13 @@
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
+#include <cstdint>
 #include <cstdio>
 #include <fstream>
 #include <string>
 
 #include "braid/base/error.h"
+#include "braid/tools/common/tool_main.h"
 #include "braid/parallel/timeline_render.h"
 #include "pipeline_bench.h"
 #include "pipeline_report.h"
@@ -43,9 +45,27 @@ int write_or_print(const std::string& text, const std::string& output) {
   return 0;
 }
 
+// What the simulator can hold: it keeps every action (about 7 of 16 bytes per stage, micro-batch
+// and chunk) and its place on the timeline, ~320 bytes per (stage, micro-batch, chunk) measured
+// (-p 64 -m 4096: 85 MB; -p 2048 -m 2048: 1.3 GB in 4 s). 2^22 of them is as far as a shared
+// machine should be asked to go; -p 4096 -m 65536 (2^28, ~86 GB) used to end in std::bad_alloc.
+constexpr std::int64_t kMaxScheduleCells = std::int64_t{1} << 22;
+
+// `chunks` names where v came from ("-v 2", "interleaved:2"); empty when v is 1.
+void check_simulation_size(int p, int m, int v, const std::string& chunks) {
+  const std::int64_t slots = std::int64_t{p} * m * v;
+  if (slots <= kMaxScheduleCells) return;
+  throw braid::InvalidArgument(
+      {.op = "braid-pipeline"},
+      fmt::format("-p {} x -m {}{} = {} (stage, micro-batch, chunk) slots is more than the {} the simulator holds "
+                  "(about 320 bytes each); lower -p or -m",
+                  p, m, v > 1 ? " x " + chunks : "", slots, kMaxScheduleCells));
+}
+
 int schedule_command(const std::string& kind, int p, int m, const std::string& format,
                      const braid::parallel::ActionCosts& costs, const std::string& output) {
   const braid::parallel::ParsedKind parsed = braid::parallel::parse_schedule_kind(kind);
+  check_simulation_size(p, m, parsed.chunks, kind);
   const braid::parallel::Schedule schedule = braid::parallel::make_schedule({parsed.kind, p, m, parsed.chunks});
   if (format == "actions") return write_or_print(braid::tools::format_action_lists(schedule), output);
   const braid::parallel::SimulationResult result = braid::parallel::simulate(schedule, costs);
@@ -125,10 +145,10 @@ int main(int argc, char** argv) {
   run_cmd->add_option("--warmup", bench.warmup, "unmeasured steps first")->capture_default_str();
   run_cmd->add_option("--trace", bench.trace_dir, "write each schedule's per-rank traces under DIR/<schedule>/");
 
-  CLI11_PARSE(app, argc, argv);
-  try {
+  return braid::tools::run_tool("braid-pipeline", app, argc, argv, [&] {
     if (schedule_cmd->parsed()) return schedule_command(kind, p, m, format, costs, output);
     if (simulate_cmd->parsed()) {
+      check_simulation_size(p, m, v, fmt::format("-v {}", v));
       std::fputs(braid::tools::format_simulation_table(p, m, v, costs).c_str(), stdout);
       return 0;
     }
@@ -140,8 +160,5 @@ int main(int argc, char** argv) {
       start = comma + 1;
     }
     return run_command(bench);
-  } catch (const braid::Error& e) {
-    std::fprintf(stderr, "braid-pipeline: %s\n", e.detail().c_str());
-    return 1;
-  }
+  });
 }

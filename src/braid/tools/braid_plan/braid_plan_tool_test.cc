@@ -14,6 +14,7 @@
 
 #include "launch.h"
 #include "temp_dir.h"
+#include "usage_error.h"
 #include <nlohmann/json.hpp>
 
 namespace braid::plan::cli {
@@ -232,6 +233,29 @@ void expect_rejected(const std::string& args, const std::string& message) {
   ToolResult r = run_tool(args);
   EXPECT_NE(r.exit_code, 0) << args << "\n" << r.output;
   EXPECT_TRUE(contains(r.output, message)) << args << "\n" << r.output;
+}
+
+// A usage error, of CLI11's or of braid's, exits 2 (docs/planner.md), never CLI11's own codes.
+void expect_usage_error(const std::string& args, const std::string& message) {
+  braid::testing::expect_usage_error("braid-plan", args, message);
+}
+
+// 0 used to mean "the preset's value" silently: --seq 0 planned llama-7b's 4096 tokens.
+TEST(BraidPlanToolTest, ZeroShapeValuesAreRefusedNotReplacedByThePreset) {
+  expect_usage_error("memory --seq 0", "--seq = 0 is out of range [1, ");
+  expect_usage_error("volume --heads 0", "--heads = 0 is out of range [1, ");
+  expect_usage_error("kv --tokens 2048 --head-dim 0", "--head-dim = 0 is out of range [1, ");
+  expect_usage_error("memory --layers -3", "--layers = -3 is out of range [1, ");
+  EXPECT_EQ(run_tool("memory --seq 2048").exit_code, 0);
+}
+
+TEST(BraidPlanToolTest, UsageErrorsExitTwoNamingWhatWasTyped) {
+  expect_usage_error("volum --dp 4", "unknown subcommand 'volum' (expected one of: volume, memory,");
+  expect_usage_error("", "a subcommand is required");
+  expect_usage_error("volume --bogus", "--bogus");
+  expect_usage_error("step --tp abc", "--tp");
+  expect_usage_error("collective --bytes 17179869184G --ranks 8", "--bytes: '17179869184G' is too large");
+  expect_usage_error("memory --device-memory 99999999999999999999", "is too large");
 }
 
 TEST(BraidPlanToolTest, BadInputIsExplained) {

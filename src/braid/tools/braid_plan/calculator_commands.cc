@@ -1,5 +1,6 @@
 // volume, memory, kv, bubble, quant, kernel: the calculators of braid::plan on the command line.
 #include <memory>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -122,7 +123,7 @@ Report memory_report(const MemoryFlags& f) {
 
 struct KvFlags {
   ModelFlags model;
-  int head_dim = 0;
+  std::optional<int> head_dim;  // unset: hidden / heads
   std::string kv_dtype = "bf16";
   std::string tokens;
   double sequences = 1;
@@ -139,7 +140,8 @@ double count_or_zero(const std::string& text, const char* field) {
 
 Report kv_report(const KvFlags& f) {
   const ModelSpec m = model_from(f.model);
-  KvInput in{.layers = m.layers, .kv_heads = m.kv_heads, .head_dim = f.head_dim > 0 ? f.head_dim : m.head_dim(),
+  if (f.head_dim) require_range("--head-dim", *f.head_dim, 1, 1e6);
+  KvInput in{.layers = m.layers, .kv_heads = m.kv_heads, .head_dim = f.head_dim.value_or(m.head_dim()),
              .bytes = precision_bytes(f.kv_dtype, "--kv-dtype"),
              .tokens = f.tokens.empty() ? static_cast<double>(m.seq) : parse_count(f.tokens, "--tokens"),
              .sequences = f.sequences, .block_size = f.block_size,

@@ -12,9 +12,8 @@
 #include <vector>
 
 #include <CLI/CLI.hpp>
-#include <fmt/format.h>
 
-#include "braid/base/error.h"
+#include "braid/tools/common/tool_main.h"
 #include "commands.h"
 
 int main(int argc, char** argv) {
@@ -31,8 +30,7 @@ int main(int argc, char** argv) {
                                 add_bubble_command(app),     add_collective_command(app), add_step_command(app),
                                 add_advise_command(app),     add_calibrate_command(app), add_quant_command(app),
                                 add_kernel_command(app)};
-  CLI11_PARSE(app, argc, argv);
-  try {
+  return braid::tools::run_tool("braid-plan", app, argc, argv, [&] {
     for (const Command& command : commands) {
       if (!command.app->parsed()) continue;
       const Report report = command.run();
@@ -43,12 +41,6 @@ int main(int argc, char** argv) {
       }
       return 0;
     }
-  } catch (const braid::Error& e) {
-    std::fprintf(stderr, "braid-plan: %s\n", e.detail().c_str());
-    return 2;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "braid-plan: %s\n", e.what());
-    return 2;
-  }
-  return 1;
+    return braid::tools::kFailureExitCode;  // unreachable: CLI11 requires one subcommand
+  });
 }

@@ -61,17 +61,17 @@ void add_precision_flags(CLI::App& app, PrecisionFlags& f) {
 
 ModelSpec model_from(const ModelFlags& f) {
   ModelSpec m = f.model == "custom" ? ModelSpec{} : model_preset(f.model);
-  // 0 means "not given"; anything else must be a real size.
-  auto set = [](int given, int& field, const char* flag) {
-    if (given == 0) return;
-    require_range(flag, given, 1, 1e8);
-    field = given;
+  // Unset keeps the preset's value; a given one, 0 included, must be a real size.
+  auto set = [](std::optional<int> given, int& field, const char* flag) {
+    if (!given) return;
+    require_range(flag, *given, 1, 1e8);
+    field = *given;
   };
   set(f.layers, m.layers, "--layers");
   set(f.hidden, m.hidden, "--hidden");
   set(f.heads, m.heads, "--heads");
   set(f.kv_heads, m.kv_heads, "--kv-heads");
-  if (f.heads > 0 && f.kv_heads == 0 && m.kv_heads > f.heads) m.kv_heads = f.heads;
+  if (f.heads && !f.kv_heads && m.kv_heads > *f.heads) m.kv_heads = *f.heads;
   set(f.ffn_hidden, m.ffn_hidden, "--ffn-hidden");
   set(f.vocab, m.vocab, "--vocab");
   set(f.seq, m.seq, "--seq");

@@ -3,6 +3,7 @@
 // flag ("--device-memory: cannot read '80 gigs' ...").
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -16,7 +17,8 @@ namespace braid::plan::cli {
 struct ModelFlags {
   std::string model = "llama-7b";  // a preset, or "custom"
   std::string params;              // overrides the count the shape gives
-  int layers = 0, hidden = 0, heads = 0, kv_heads = 0, ffn_hidden = 0, vocab = 0, seq = 0;
+  // Unset: the preset's value. Given, each must be >= 1 (0 used to mean "unset" silently).
+  std::optional<int> layers, hidden, heads, kv_heads, ffn_hidden, vocab, seq;
 };
 
 struct ClusterFlags {

@@ -4,7 +4,6 @@
 
 #include <cerrno>
 #include <cstdio>
-#include <exception>
 #include <string>
 #include <vector>
 
@@ -12,6 +11,7 @@
 #include "braid/tools/braid_run/launcher.h"
 #include "braid/tools/braid_run/launcher_options.h"
 #include "braid/tools/braid_run/rank_process.h"
+#include "braid/tools/common/tool_main.h"
 
 namespace {
 
@@ -28,11 +28,10 @@ int fail(const std::string& message, int exit_code) {
   return exit_code;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  ensure_standard_fds_open();
-  const std::vector<std::string> args(argv + 1, argv + argc);
+// Its own parse outcome (launcher_options.h) already exits 2 on a usage error, and its
+// InvalidArgument errors are its own failures (no free port: docs/launcher.md says 1); the
+// shared guard adds that nothing, std::bad_alloc included, escapes main.
+int launch(const std::vector<std::string>& args) {
   braid::launcher::ParseOutcome parsed = braid::launcher::parse_launcher_options(args);
   if (!parsed.options) {
     std::fputs(parsed.out.c_str(), stdout);
@@ -45,7 +44,14 @@ int main(int argc, char** argv) {
     return fail(e.detail(), e.exit_code());
   } catch (const braid::Error& e) {
     return fail(e.detail(), 1);
-  } catch (const std::exception& e) {
-    return fail(e.what(), 1);
   }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  ensure_standard_fds_open();
+  const std::vector<std::string> args(argv + 1, argv + argc);
+  return braid::tools::run_guarded("braid-run", [&] { return launch(args); },
+                                   {.invalid_argument_exit = braid::tools::kFailureExitCode});
 }

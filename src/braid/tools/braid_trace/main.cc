@@ -1,17 +1,16 @@
 // braid-trace: works on the trace files ranks write under BRAID_TRACE (docs/tracing.md).
 //   braid-trace merge merged.json traces/            # or: merged.json a.json b.json ...
 //   braid-trace summary traces/braid-trace-rank0.json merged.json
-#include <cstdio>
 #include <string>
 #include <vector>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
-#include "braid/base/error.h"
 #include "braid/trace/step_table.h"
 #include "braid/trace/trace_merge.h"
 #include "braid/trace/trace_reader.h"
+#include "braid/tools/common/tool_main.h"
 
 namespace {
 
@@ -57,12 +56,10 @@ int main(int argc, char** argv) {
   summary_cmd->add_option("files", summary_inputs, "trace files (per-rank or merged), or directories of them")
       ->required();
 
-  CLI11_PARSE(app, argc, argv);
-  try {
-    if (merge_cmd->parsed()) return merge(merge_output, merge_inputs);
-    return summary(summary_inputs);
-  } catch (const braid::Error& e) {
-    std::fprintf(stderr, "braid-trace: %s\n", e.detail().c_str());
-    return 1;
-  }
+  // Its InvalidArgument errors are about the input files (missing, already merged), which
+  // docs/tracing.md documents as exit 1; usage errors of the command line still exit 2.
+  return braid::tools::run_tool(
+      "braid-trace", app, argc, argv,
+      [&] { return merge_cmd->parsed() ? merge(merge_output, merge_inputs) : summary(summary_inputs); },
+      {.invalid_argument_exit = braid::tools::kFailureExitCode});
 }

@@ -15,6 +15,7 @@
 #include "braid/tools/braid_train/train_config.h"
 #include "braid/tools/braid_train/train_report.h"
 #include "braid/tools/braid_train/trainer.h"
+#include "braid/tools/common/tool_main.h"
 
 namespace {
 
@@ -45,18 +46,12 @@ int main(int argc, char** argv) {
   std::vector<std::string> compare_files;
   CLI::App* compare_cmd = app.add_subcommand("compare", "print several runs' --json files side by side");
   compare_cmd->add_option("files", compare_files, "braid-train --json outputs")->required()->check(CLI::ExistingFile);
-  CLI11_PARSE(app, argc, argv);
-  try {
+  // LibTorch's c10::Error and the like are std::exceptions: the guard reports them as failures.
+  return braid::tools::run_tool("braid-train", app, argc, argv, [&] {
     if (compare_cmd->parsed()) return compare(compare_files);
     braid::Communicator comm = braid::Communicator::init();
     braid::train::validate(config, comm.size());
     braid::train::train(comm, config);
     return 0;
-  } catch (const braid::Error& e) {
-    std::fprintf(stderr, "braid-train: error: %s\n", e.what());
-    return 1;
-  } catch (const std::exception& e) {  // LibTorch's c10::Error and the like
-    std::fprintf(stderr, "braid-train: error: %s\n", e.what());
-    return 1;
-  }
+  });
 }
