@@ -249,6 +249,15 @@ TEST(BraidPlanToolTest, ZeroShapeValuesAreRefusedNotReplacedByThePreset) {
   EXPECT_EQ(run_tool("memory --seq 2048").exit_code, 0);
 }
 
+TEST(BraidPlanToolTest, ZeroForADerivedDefaultIsRefusedNotReadAsTheDefault) {
+  expect_usage_error("volume --experts 8 --tokens 0", "--tokens = 0 is out of range [1, ");
+  expect_usage_error("volume --experts 8 --ep 0", "--ep = 0 is out of range [1, ");
+  expect_usage_error("collective --ranks 16 --ranks-per-node 0", "--ranks-per-node = 0 is out of range [1, 16]");
+  expect_usage_error("collective --ranks 16 --ranks-per-node 32", "--ranks-per-node = 32 is out of range [1, 16]");
+  EXPECT_EQ(run_tool("volume --experts 8 --tokens 4096 --ep 4").exit_code, 0);
+  EXPECT_EQ(run_tool("collective --ranks 16 --ranks-per-node 8").exit_code, 0);
+}
+
 TEST(BraidPlanToolTest, UsageErrorsExitTwoNamingWhatWasTyped) {
   expect_usage_error("volum --dp 4", "unknown subcommand 'volum' (expected one of: volume, memory,");
   expect_usage_error("", "a subcommand is required");

@@ -25,8 +25,9 @@ struct VolumeFlags {
   PrecisionFlags precision;
   std::string bytes;
   int ranks = 0;
-  double experts = 0, top_k = 2, tokens = 0;
-  int ep = 0;
+  double experts = 0, top_k = 2;
+  std::optional<double> tokens;  // unset: micro-batch x seq; a given value must be a real count
+  std::optional<int> ep;         // unset: one expert per rank (E)
 };
 
 Report volume_report(const VolumeFlags& f) {
@@ -66,10 +67,12 @@ Report volume_report(const VolumeFlags& f) {
     r.sections.push_back({fmt::format("pipeline: pp = {}, m = {}, v = {}", l.pp, l.microbatches, l.chunks),
                           pp_bytes(shape, l.microbatches, l.chunks, l.tp, l.sequence_parallel)});
   }
+  if (f.tokens) require_range("--tokens", *f.tokens, 1, 1e12);
+  if (f.ep) require_range("--ep", *f.ep, 1, 1e6);
   if (f.experts > 0) {
-    MoeShape moe{.tokens = f.tokens > 0 ? f.tokens : static_cast<double>(l.micro_batch) * m.seq, .top_k = f.top_k,
+    MoeShape moe{.tokens = f.tokens.value_or(static_cast<double>(l.micro_batch) * m.seq), .top_k = f.top_k,
                  .hidden = static_cast<double>(m.hidden), .bytes = o.activation_bytes, .experts = f.experts,
-                 .ep = f.ep > 0 ? f.ep : static_cast<int>(f.experts)};
+                 .ep = f.ep.value_or(static_cast<int>(f.experts))};
     r.sections.push_back({fmt::format("MoE all-to-all per MoE layer: E = {}, top-{}, ep = {}", num(moe.experts),
                                       num(moe.top_k), moe.ep),
                           moe_alltoall_bytes(moe)});

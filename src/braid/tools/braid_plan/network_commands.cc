@@ -3,6 +3,7 @@
 #include <cmath>
 #include <map>
 #include <memory>
+#include <optional>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -41,7 +42,7 @@ struct CollectiveFlags {
   std::string link = "nvlink";
   std::string alpha, bandwidth, gamma;
   std::string algorithms = "all";
-  int ranks_per_node = 0;
+  std::optional<int> ranks_per_node;  // unset: every rank on one node
   std::string inter_link = "ib-ndr";
   std::string calibration;
 };
@@ -80,7 +81,8 @@ Report collective_report(const CollectiveFlags& f) {
               {"bandwidth", link.bandwidth}, {"gamma", link.gamma}};
   // A flat algorithm over several nodes has inter-node hops on its critical path: it runs at
   // the inter-node link's pace. Only the two-level ones use the intra-node link as well.
-  const int per_node = f.ranks_per_node > 0 ? f.ranks_per_node : f.ranks;
+  if (f.ranks_per_node) require_range("--ranks-per-node", *f.ranks_per_node, 1, f.ranks, "at most --ranks");
+  const int per_node = f.ranks_per_node.value_or(f.ranks);
   const LinkParams inter = link_preset(f.inter_link, "--inter-link");
   const bool spans_nodes = per_node < f.ranks;
   if (spans_nodes) {
