@@ -216,6 +216,53 @@ TEST_F(TrainTest, BadInputFailsOnEveryRankWithAClearMessage) {
   }
 }
 
+// The byte at `offset` XORed with `mask`, or `count` bytes from `offset` overwritten with 0xA5:
+// the two damages of the issue (a flipped bit, a 4 KiB overwrite in the middle of the file).
+void damage(const std::string& file, std::uintmax_t offset, std::size_t count, std::uint8_t mask) {
+  std::fstream io(file, std::ios::in | std::ios::out | std::ios::binary);
+  ASSERT_TRUE(io) << file;
+  std::vector<char> bytes(count);
+  io.seekg(static_cast<std::streamoff>(offset));
+  io.read(bytes.data(), static_cast<std::streamsize>(count));
+  for (char& b : bytes) b = static_cast<char>(mask != 0 ? (b ^ mask) : 0xA5);
+  io.seekp(static_cast<std::streamoff>(offset));
+  io.write(bytes.data(), static_cast<std::streamsize>(count));
+}
+
+// A damaged checkpoint used to resume "successfully" into wrong parameters: every tensor now
+// carries a CRC32C, checked on every rank, and a mismatch fails every rank naming file and tensor.
+TEST_F(TrainTest, ADamagedCheckpointIsRefusedOnEveryRankNamingTheTensor) {
+  std::vector<std::string> common = {"--model", "mlp", "--batch", "16", "--train-samples", "64",
+                                     "--checkpoint-dir", path("ckpt")};
+  auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = common;
+    args.insert(args.end(), extra.begin(), extra.end());
+    return args;
+  };
+  std::string file = path("ckpt/checkpoint.pt");
+  expect_success(train(2, with({"--steps", "2"})));
+  std::filesystem::copy_file(file, path("intact.pt"));
+  std::uintmax_t size = std::filesystem::file_size(file);
+  struct Case {
+    std::string name;
+    std::uintmax_t offset;
+    std::size_t count;
+    std::uint8_t mask;
+    std::string tensor;  // the start of its name: a quarter in lies in the parameters
+  };
+  for (const Case& c : {Case{"one flipped bit", size / 4, 1, 0x08, "model/param."},
+                        Case{"4 KiB overwritten in the middle", size / 2, 4096, 0, ""}}) {
+    std::filesystem::copy_file(path("intact.pt"), file, std::filesystem::copy_options::overwrite_existing);
+    damage(file, c.offset, c.count, c.mask);
+    LaunchResult r = train(2, with({"--steps", "4", "--resume"}));
+    EXPECT_FALSE(r.timed_out) << c.name;
+    EXPECT_NE(r.exit_code, 0) << c.name << "\n" << r.output;
+    EXPECT_EQ(r.count("braid::Corrupt"), 2) << c.name << "\n" << r.output;
+    EXPECT_EQ(r.count(file + ": tensor '" + c.tensor), 2) << c.name << "\n" << r.output;
+    EXPECT_EQ(r.count("resumed from"), 0) << c.name << "\n" << r.output;
+  }
+}
+
 LaunchResult ddp_scenario(int ranks, const std::string& scenario) {
   return launch({.ranks = ranks, .program = test_program_path("braid-torch-rank"), .args = {scenario},
                  .env = {{"BRAID_TIMEOUT", "60"}}, .timeout_seconds = 120});
