@@ -263,6 +263,28 @@ TEST_F(TrainTest, ADamagedCheckpointIsRefusedOnEveryRankNamingTheTensor) {
   }
 }
 
+TEST_F(TrainTest, ALearningRateThatIsNotAFinitePositiveNumberIsRefused) {
+  for (std::string lr : {"0", "nan", "inf", "-1"}) {
+    LaunchResult r = train(2, {"--model", "mlp", "--steps", "1", "--batch", "8", "--train-samples", "16", "--lr", lr});
+    EXPECT_EQ(r.exit_code, 2) << lr << "\n" << r.output;
+    EXPECT_GE(r.count("must be a finite number greater than 0"), 1) << lr << "\n" << r.output;
+    EXPECT_EQ(r.count("epoch 1:"), 0) << r.output;
+  }
+}
+
+// A learning rate of 1e30 sends the MLP's loss to infinity or NaN within two steps.
+TEST_F(TrainTest, ANonFiniteLossStopsTheRunNamingTheStepUnlessAllowed) {
+  std::vector<std::string> args = {"--model", "mlp", "--steps", "6", "--batch", "8", "--train-samples", "64",
+                                   "--lr", "1e30"};
+  LaunchResult r = train(2, args);
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.count("the training loss became"), 2) << r.output;
+  EXPECT_GE(r.count("at step "), 2) << r.output;
+  EXPECT_EQ(r.count("epoch 1:"), 0) << r.output;
+  args.push_back("--allow-nonfinite-loss");
+  expect_success(train(2, args));
+}
+
 LaunchResult ddp_scenario(int ranks, const std::string& scenario) {
   return launch({.ranks = ranks, .program = test_program_path("braid-torch-rank"), .args = {scenario},
                  .env = {{"BRAID_TIMEOUT", "60"}}, .timeout_seconds = 120});

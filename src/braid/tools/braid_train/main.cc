@@ -49,7 +49,12 @@ int main(int argc, char** argv) {
   try {
     if (compare_cmd->parsed()) return compare(compare_files);
     braid::Communicator comm = braid::Communicator::init();
-    braid::train::validate(config, comm.size());
+    try {  // bad flags, refused before the first step: the command line's fault, exit 2 like CLI11's own errors
+      braid::train::validate(config, comm.size());
+    } catch (const braid::InvalidArgument& e) {
+      std::fprintf(stderr, "braid-train: error: %s\n", e.what());
+      return 2;
+    }
     braid::train::train(comm, config);
     return 0;
   } catch (const braid::Error& e) {

@@ -3,6 +3,8 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <cmath>
+
 #include "braid/base/error.h"
 #include "braid/compress/codec_spec.h"
 #include "braid/parallel/pipeline_schedule.h"
@@ -22,7 +24,7 @@ std::string TrainConfig::data_dir() const {
 }
 
 double TrainConfig::learning_rate() const {
-  if (lr > 0) return lr;
+  if (lr) return *lr;
   return optimizer == "adam" ? 1e-3 : 0.02;
 }
 
@@ -41,7 +43,8 @@ void add_train_flags(CLI::App& app, TrainConfig& c) {
   app.add_option("--epochs", c.epochs, "passes over the training set")->capture_default_str();
   app.add_option("--steps", c.steps, "stop after this many optimizer steps (overrides --epochs)");
   app.add_option("--batch", c.batch, "global batch: samples per optimizer step over all ranks")->capture_default_str();
-  app.add_option("--lr", c.lr, "learning rate (default: sgd 0.02, adam 0.001)");
+  app.add_option_function<double>(
+      "--lr", [&c](double v) { c.lr = v; }, "learning rate, a finite number > 0 (default: sgd 0.02, adam 0.001)");
   app.add_option("--optimizer", c.optimizer, "sgd (momentum 0.9) | adam")
       ->check(CLI::IsMember({"sgd", "adam"}))
       ->capture_default_str();
@@ -73,6 +76,8 @@ void add_train_flags(CLI::App& app, TrainConfig& c) {
   app.add_option("--log-interval", c.log_interval, "seconds between progress lines")->capture_default_str();
   app.add_flag("--check-replicas", c.check_replicas, "verify every rank holds identical parameters after each step");
   app.add_flag("--quiet", c.quiet, "no progress lines");
+  app.add_flag("--allow-nonfinite-loss", c.allow_nonfinite_loss,
+               "keep training when the loss becomes NaN or infinite (default: stop naming the step)");
   app.add_option("--pp", c.pp, "pipeline stages (the world is pp x data-parallel replicas)")->capture_default_str();
   app.add_option("--microbatches", c.microbatches, "micro-batches per step and pipeline (with --pp)")
       ->capture_default_str();
@@ -114,7 +119,9 @@ void validate(const TrainConfig& c, int world) {
                     "same number of samples per micro-batch",
                     c.batch, world, c.accumulate));
   }
-  if (c.lr < 0) bad(fmt::format("--lr {}: must be positive", c.lr));
+  if (c.lr && !(std::isfinite(*c.lr) && *c.lr > 0)) {
+    bad(fmt::format("--lr {}: must be a finite number greater than 0", *c.lr));
+  }
   if (c.threads < 1 || c.threads > 256) bad(fmt::format("--threads {}: must be in 1..256", c.threads));
   if (c.context < 2 || c.context > 4096) bad(fmt::format("--context {}: must be in 2..4096", c.context));
   if (c.train_samples < 0 || c.test_samples < 0) bad("--train-samples and --test-samples must be at least 0");

@@ -110,6 +110,7 @@ double Trainer::train_step(std::span<const std::int64_t> indices, EpochFigures& 
     loss_sum += loss.item<double>();
   }
   GradSyncStats stats = ddp_->synchronize();
+  check_loss_is_finite(comm_, config_, loss_sum, step_ + 1);
   {
     trace::ComputeScope update(trace_.get(), "optimizer");
     optimizer_->step();

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 
 #include "braid/base/crc32c.h"
@@ -69,6 +70,18 @@ double mean_over_ranks(Communicator& comm, double loss_sum, double count) {
   double sums[2] = {loss_sum, count};
   allreduce(comm, sums, sums, 2, DType::kF64, ReduceOp::kSum);
   return sums[1] > 0 ? sums[0] / sums[1] : 0;
+}
+
+void check_loss_is_finite(Communicator& comm, const TrainConfig& config, double loss, std::int64_t step) {
+  if (config.allow_nonfinite_loss) return;
+  double sum = loss;  // NaN or infinite on any rank makes the sum so
+  allreduce(comm, &sum, &sum, 1, DType::kF64, ReduceOp::kSum);
+  if (std::isfinite(sum)) return;
+  throw InvalidArgument({.rank = comm.rank(), .op = "braid-train", .seq = step},
+                        fmt::format("the training loss became {} at step {} (learning rate {}): stopping, since the "
+                                    "parameters no longer hold numbers; lower --lr, or pass --allow-nonfinite-loss to "
+                                    "train on",
+                                    sum, step, config.learning_rate()));
 }
 
 std::uint32_t parameter_digest(TrainModel& model) {
