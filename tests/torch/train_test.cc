@@ -285,6 +285,19 @@ TEST_F(TrainTest, ANonFiniteLossStopsTheRunNamingTheStepUnlessAllowed) {
   expect_success(train(2, args));
 }
 
+TEST_F(TrainTest, ResumeWithoutACheckpointIsRefusedUnlessIfPresent) {
+  std::vector<std::string> args = {"--model", "mlp", "--steps", "1", "--batch", "8", "--train-samples", "16",
+                                   "--checkpoint-dir", path("empty")};
+  args.push_back("--resume");
+  LaunchResult r = train(2, args);
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.count("there is no checkpoint at " + path("empty/checkpoint.pt")), 2) << r.output;
+  args.back() = "--resume-if-present";
+  LaunchResult fresh = train(2, args);
+  expect_success(fresh);
+  EXPECT_EQ(fresh.count("--resume-if-present starts from step 0"), 1) << fresh.output;
+}
+
 LaunchResult ddp_scenario(int ranks, const std::string& scenario) {
   return launch({.ranks = ranks, .program = test_program_path("braid-torch-rank"), .args = {scenario},
                  .env = {{"BRAID_TIMEOUT", "60"}}, .timeout_seconds = 120});

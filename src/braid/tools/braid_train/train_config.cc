@@ -64,7 +64,9 @@ void add_train_flags(CLI::App& app, TrainConfig& c) {
       ->capture_default_str();
   app.add_option("--checkpoint-dir", c.checkpoint_dir, "write checkpoints here (rank 0, atomically)");
   app.add_option("--checkpoint-every", c.checkpoint_every, "steps between checkpoints (0: each epoch end)");
-  app.add_flag("--resume", c.resume, "continue from --checkpoint-dir's checkpoint");
+  app.add_flag("--resume", c.resume, "continue from --checkpoint-dir's checkpoint (an error when there is none)");
+  app.add_flag("--resume-if-present", c.resume_if_present,
+               "continue from --checkpoint-dir's checkpoint if there is one, else start at step 0");
   app.add_option("--trace", c.trace_dir, "write per-rank Chrome traces here");
   app.add_option("--json", c.json_path, "write the per-epoch figures and the summary here (rank 0)");
   app.add_option("--export", c.export_path, "save the final model here (torch::save, rank 0)");
@@ -126,7 +128,9 @@ void validate(const TrainConfig& c, int world) {
   if (c.context < 2 || c.context > 4096) bad(fmt::format("--context {}: must be in 2..4096", c.context));
   if (c.train_samples < 0 || c.test_samples < 0) bad("--train-samples and --test-samples must be at least 0");
   if (c.checkpoint_every < 0) bad(fmt::format("--checkpoint-every {}: must be at least 0", c.checkpoint_every));
-  if (c.resume && c.checkpoint_dir.empty()) bad("--resume needs --checkpoint-dir");
+  if (c.resumes() && c.checkpoint_dir.empty()) {
+    bad(fmt::format("{} needs --checkpoint-dir", c.resume ? "--resume" : "--resume-if-present"));
+  }
   if (c.log_interval <= 0) bad(fmt::format("--log-interval {}: must be positive", c.log_interval));
   compress::parse_codec_spec(c.compress);  // throws InvalidArgument naming the bad spec
 }

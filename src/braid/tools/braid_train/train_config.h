@@ -28,7 +28,8 @@ struct TrainConfig {
   std::int64_t accumulate = 1;       // micro-batches per optimizer step
   std::string checkpoint_dir;
   std::int64_t checkpoint_every = 0; // steps; 0: at the end of each epoch and of the run
-  bool resume = false;
+  bool resume = false;               // a missing checkpoint is an error
+  bool resume_if_present = false;    // a missing checkpoint starts the run at step 0 (and says so)
   bool allow_nonfinite_loss = false; // keep training when the loss becomes NaN or infinite
   std::string trace_dir;
   std::string json_path;
@@ -47,6 +48,7 @@ struct TrainConfig {
 
   std::string data_dir() const;      // `data`, or the model's default
   double learning_rate() const;      // `lr`, or the optimizer's default
+  bool resumes() const { return resume || resume_if_present; }
   // What a checkpoint must agree with to be resumed (everything that shapes the trajectory).
   std::string fingerprint(int world) const;
 };

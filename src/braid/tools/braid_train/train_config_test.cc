@@ -75,6 +75,12 @@ TEST(TrainConfig, ALearningRateThatIsNotAFinitePositiveNumberIsRefused) {
   EXPECT_EQ(error_of(c, 1), "");
 }
 
+TEST(TrainConfig, ResumeIfPresentAlsoNeedsACheckpointDirectory) {
+  TrainConfig c = parse({"--resume-if-present"});
+  EXPECT_TRUE(c.resumes());
+  EXPECT_NE(error_of(c, 2).find("--resume-if-present needs --checkpoint-dir"), std::string::npos);
+}
+
 TEST(TrainConfig, FingerprintCoversWhatShapesTheTrajectoryButNotItsLength) {
   TrainConfig a, b;
   b.epochs = 9;
