@@ -298,6 +298,23 @@ TEST_F(TrainTest, ResumeWithoutACheckpointIsRefusedUnlessIfPresent) {
   EXPECT_EQ(fresh.count("--resume-if-present starts from step 0"), 1) << fresh.output;
 }
 
+// Outputs that cannot be written are refused before the first step on every rank (exit 2),
+// not found out at the end of the run. A path under a regular file cannot be created even by
+// root (the tests run as root, which chmod would not stop).
+TEST_F(TrainTest, UnwritableOutputsAreRefusedBeforeTheFirstStep) {
+  { std::ofstream(path("file")) << "x"; }
+  std::string under_a_file = path("file") + "/x";
+  for (std::string flag : {"--json", "--export", "--trace", "--checkpoint-dir"}) {
+    LaunchResult r = train(2, {"--model", "mlp", "--steps", "1", "--batch", "8", "--train-samples", "16", flag,
+                               under_a_file});
+    EXPECT_FALSE(r.timed_out) << flag;
+    EXPECT_EQ(r.exit_code, 2) << flag << "\n" << r.output;
+    EXPECT_EQ(r.count(flag + " " + under_a_file + ": "), 2) << flag << "\n" << r.output;
+    EXPECT_EQ(r.count("checked before the first step"), 2) << flag << "\n" << r.output;
+    EXPECT_EQ(r.count("braid-train: mlp on"), 0) << flag << "\n" << r.output;
+  }
+}
+
 LaunchResult ddp_scenario(int ranks, const std::string& scenario) {
   return launch({.ranks = ranks, .program = test_program_path("braid-torch-rank"), .args = {scenario},
                  .env = {{"BRAID_TIMEOUT", "60"}}, .timeout_seconds = 120});

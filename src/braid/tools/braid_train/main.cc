@@ -12,6 +12,7 @@
 
 #include "braid/base/error.h"
 #include "braid/comm/communicator.h"
+#include "braid/tools/braid_train/output_paths.h"
 #include "braid/tools/braid_train/train_config.h"
 #include "braid/tools/braid_train/train_report.h"
 #include "braid/tools/braid_train/trainer.h"
@@ -49,8 +50,9 @@ int main(int argc, char** argv) {
   try {
     if (compare_cmd->parsed()) return compare(compare_files);
     braid::Communicator comm = braid::Communicator::init();
-    try {  // bad flags, refused before the first step: the command line's fault, exit 2 like CLI11's own errors
+    try {  // refused before the first step: the command line's fault, exit 2 like CLI11's own errors
       braid::train::validate(config, comm.size());
+      braid::train::check_output_paths(comm, config);
     } catch (const braid::InvalidArgument& e) {
       std::fprintf(stderr, "braid-train: error: %s\n", e.what());
       return 2;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <sstream>
 
 #include "braid/base/crc32c.h"
 #include "braid/base/error.h"
@@ -114,7 +115,11 @@ void finish_run(Communicator& comm, const TrainConfig& config, RunSummary& summa
   if (comm.rank() != 0) return;
   if (!config.json_path.empty()) trace::write_file_atomically(config.json_path, to_json(summary, config).dump(2) + "\n");
   if (!config.export_path.empty()) {
-    ::torch::save(std::static_pointer_cast<::torch::nn::Module>(model.shared_from_this()), config.export_path);
+    // Serialized in memory, then written like the JSON: a failure is a SystemError naming the
+    // path (not LibTorch's stack trace), and a reader never sees half a model.
+    std::ostringstream bytes;
+    ::torch::save(std::static_pointer_cast<::torch::nn::Module>(model.shared_from_this()), bytes);
+    trace::write_file_atomically(config.export_path, bytes.str());
   }
 }
 
