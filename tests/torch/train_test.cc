@@ -5,12 +5,16 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <optional>
 
 #include <nlohmann/json.hpp>
 
 #include "launch.h"
+#include "braid/tools/braid_train/blas_core_choice.h"
 #include "braid/tools/braid_train/models.h"
 
 namespace braid::testing {
@@ -313,6 +317,39 @@ TEST_F(TrainTest, UnwritableOutputsAreRefusedBeforeTheFirstStep) {
     EXPECT_EQ(r.count("checked before the first step"), 2) << flag << "\n" << r.output;
     EXPECT_EQ(r.count("braid-train: mlp on"), 0) << flag << "\n" << r.output;
   }
+}
+
+// An OpenBLAS that runs Prescott kernels on a CPU that supports far more (simulated by a
+// preloaded library that reports "Prescott" while OPENBLAS_CORETYPE is unset): every rank
+// restarts itself once with the best core the CPU supports; a core the user chose stays.
+TEST_F(TrainTest, ABlasCoreFarBelowTheCpusIsReplacedUnlessTheUserChoseIt) {
+  std::string best = braid::train::best_blas_core(braid::train::cpu_features());
+  if (braid::train::better_blas_core("Prescott", best).empty()) GTEST_SKIP() << "no core above Prescott here";
+  std::optional<std::string> outer;  // the test's own environment may choose a core: not for this test
+  if (const char* set = std::getenv("OPENBLAS_CORETYPE")) outer = set;
+  ::unsetenv("OPENBLAS_CORETYPE");
+  auto run = [&](std::map<std::string, std::string> env) {
+    env["LD_PRELOAD"] = BRAID_OPENBLAS_OF_AN_UNKNOWN_CPU;
+    env["BRAID_TIMEOUT"] = "60";
+    return launch({.ranks = 2, .program = tool_path("braid-train"),
+                   .args = {"--model", "mlp", "--steps", "1", "--batch", "8", "--train-samples", "16", "--quiet",
+                            "--test-samples", "16", "--json", path("run.json")},
+                   .env = env, .timeout_seconds = 120});
+  };
+  LaunchResult restarted = run({});
+  LaunchResult chosen = run({{"OPENBLAS_CORETYPE", "Prescott"}});
+  if (outer) ::setenv("OPENBLAS_CORETYPE", outer->c_str(), 1);
+  expect_success(restarted);
+  EXPECT_EQ(restarted.count("braid-train restarted itself with OPENBLAS_CORETYPE=" + best +
+                            " because OpenBLAS had picked Prescott"),
+            2)  // the first line and the summary, both on rank 0
+      << restarted.output;
+  expect_success(chosen);
+  EXPECT_EQ(chosen.count("restarted"), 0) << chosen.output;
+  EXPECT_EQ(chosen.count("warning: core Prescott (OPENBLAS_CORETYPE=Prescott, respected) is far below this CPU's " +
+                         best),
+            2)
+      << chosen.output;
 }
 
 LaunchResult ddp_scenario(int ranks, const std::string& scenario) {

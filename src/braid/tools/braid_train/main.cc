@@ -12,6 +12,7 @@
 
 #include "braid/base/error.h"
 #include "braid/comm/communicator.h"
+#include "braid/tools/braid_train/blas_runtime.h"
 #include "braid/tools/braid_train/output_paths.h"
 #include "braid/tools/braid_train/train_config.h"
 #include "braid/tools/braid_train/train_report.h"
@@ -49,6 +50,7 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   try {
     if (compare_cmd->parsed()) return compare(compare_files);
+    braid::train::restart_with_better_blas_core(argv);  // returns when there is nothing better, or no way
     braid::Communicator comm = braid::Communicator::init();
     try {  // refused before the first step: the command line's fault, exit 2 like CLI11's own errors
       braid::train::validate(config, comm.size());
