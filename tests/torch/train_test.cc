@@ -276,17 +276,21 @@ TEST_F(TrainTest, ALearningRateThatIsNotAFinitePositiveNumberIsRefused) {
   }
 }
 
-// A learning rate of 1e30 sends the MLP's loss to infinity or NaN within two steps.
+// A learning rate of 1e30 sends the MLP's loss to infinity or NaN within two steps, data-
+// parallel and on a 2-stage pipeline (where only the last stage computes losses).
 TEST_F(TrainTest, ANonFiniteLossStopsTheRunNamingTheStepUnlessAllowed) {
-  std::vector<std::string> args = {"--model", "mlp", "--steps", "6", "--batch", "8", "--train-samples", "64",
-                                   "--lr", "1e30"};
-  LaunchResult r = train(2, args);
-  EXPECT_NE(r.exit_code, 0) << r.output;
-  EXPECT_EQ(r.count("the training loss became"), 2) << r.output;
-  EXPECT_GE(r.count("at step "), 2) << r.output;
-  EXPECT_EQ(r.count("epoch 1:"), 0) << r.output;
-  args.push_back("--allow-nonfinite-loss");
-  expect_success(train(2, args));
+  for (std::vector<std::string> parallel : {std::vector<std::string>{}, {"--pp", "2", "--microbatches", "2"}}) {
+    std::vector<std::string> args = {"--model", "mlp", "--steps", "6", "--batch", "8", "--train-samples", "64",
+                                     "--lr", "1e30"};
+    args.insert(args.end(), parallel.begin(), parallel.end());
+    LaunchResult r = train(2, args);
+    EXPECT_NE(r.exit_code, 0) << r.output;
+    EXPECT_EQ(r.count("the training loss became"), 2) << r.output;
+    EXPECT_GE(r.count("at step "), 2) << r.output;
+    EXPECT_EQ(r.count("epoch 1:"), 0) << r.output;
+    args.push_back("--allow-nonfinite-loss");
+    expect_success(train(2, args));
+  }
 }
 
 TEST_F(TrainTest, ResumeWithoutACheckpointIsRefusedUnlessIfPresent) {
