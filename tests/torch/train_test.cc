@@ -5,12 +5,16 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <optional>
 
 #include <nlohmann/json.hpp>
 
 #include "launch.h"
+#include "braid/tools/braid_train/blas_core_choice.h"
 #include "braid/tools/braid_train/models.h"
 
 namespace braid::testing {
@@ -214,6 +218,142 @@ TEST_F(TrainTest, BadInputFailsOnEveryRankWithAClearMessage) {
     EXPECT_GE(r.count(c.message), 1) << c.message << "\n" << r.output;
     EXPECT_EQ(r.count("epoch 1:"), 0) << r.output;
   }
+}
+
+// The byte at `offset` XORed with `mask`, or `count` bytes from `offset` overwritten with 0xA5:
+// the two damages of the issue (a flipped bit, a 4 KiB overwrite in the middle of the file).
+void damage(const std::string& file, std::uintmax_t offset, std::size_t count, std::uint8_t mask) {
+  std::fstream io(file, std::ios::in | std::ios::out | std::ios::binary);
+  ASSERT_TRUE(io) << file;
+  std::vector<char> bytes(count);
+  io.seekg(static_cast<std::streamoff>(offset));
+  io.read(bytes.data(), static_cast<std::streamsize>(count));
+  for (char& b : bytes) b = static_cast<char>(mask != 0 ? (b ^ mask) : 0xA5);
+  io.seekp(static_cast<std::streamoff>(offset));
+  io.write(bytes.data(), static_cast<std::streamsize>(count));
+}
+
+// A damaged checkpoint used to resume "successfully" into wrong parameters: every tensor now
+// carries a CRC32C, checked on every rank, and a mismatch fails every rank naming file and tensor.
+TEST_F(TrainTest, ADamagedCheckpointIsRefusedOnEveryRankNamingTheTensor) {
+  std::vector<std::string> common = {"--model", "mlp", "--batch", "16", "--train-samples", "64",
+                                     "--checkpoint-dir", path("ckpt")};
+  auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = common;
+    args.insert(args.end(), extra.begin(), extra.end());
+    return args;
+  };
+  std::string file = path("ckpt/checkpoint.pt");
+  expect_success(train(2, with({"--steps", "2"})));
+  std::filesystem::copy_file(file, path("intact.pt"));
+  std::uintmax_t size = std::filesystem::file_size(file);
+  struct Case {
+    std::string name;
+    std::uintmax_t offset;
+    std::size_t count;
+    std::uint8_t mask;
+    std::string tensor;  // the start of its name: a quarter in lies in the parameters
+  };
+  for (const Case& c : {Case{"one flipped bit", size / 4, 1, 0x08, "model/param."},
+                        Case{"4 KiB overwritten in the middle", size / 2, 4096, 0, ""}}) {
+    std::filesystem::copy_file(path("intact.pt"), file, std::filesystem::copy_options::overwrite_existing);
+    damage(file, c.offset, c.count, c.mask);
+    LaunchResult r = train(2, with({"--steps", "4", "--resume"}));
+    EXPECT_FALSE(r.timed_out) << c.name;
+    EXPECT_NE(r.exit_code, 0) << c.name << "\n" << r.output;
+    EXPECT_EQ(r.count("braid::Corrupt"), 2) << c.name << "\n" << r.output;
+    EXPECT_EQ(r.count(file + ": tensor '" + c.tensor), 2) << c.name << "\n" << r.output;
+    EXPECT_EQ(r.count("resumed from"), 0) << c.name << "\n" << r.output;
+  }
+}
+
+TEST_F(TrainTest, ALearningRateThatIsNotAFinitePositiveNumberIsRefused) {
+  for (std::string lr : {"0", "nan", "inf", "-1"}) {
+    LaunchResult r = train(2, {"--model", "mlp", "--steps", "1", "--batch", "8", "--train-samples", "16", "--lr", lr});
+    EXPECT_EQ(r.exit_code, 2) << lr << "\n" << r.output;
+    EXPECT_GE(r.count("must be a finite number greater than 0"), 1) << lr << "\n" << r.output;
+    EXPECT_EQ(r.count("epoch 1:"), 0) << r.output;
+  }
+}
+
+// A learning rate of 1e30 sends the MLP's loss to infinity or NaN within two steps, data-
+// parallel and on a 2-stage pipeline (where only the last stage computes losses).
+TEST_F(TrainTest, ANonFiniteLossStopsTheRunNamingTheStepUnlessAllowed) {
+  for (std::vector<std::string> parallel : {std::vector<std::string>{}, {"--pp", "2", "--microbatches", "2"}}) {
+    std::vector<std::string> args = {"--model", "mlp", "--steps", "6", "--batch", "8", "--train-samples", "64",
+                                     "--lr", "1e30"};
+    args.insert(args.end(), parallel.begin(), parallel.end());
+    LaunchResult r = train(2, args);
+    EXPECT_NE(r.exit_code, 0) << r.output;
+    EXPECT_EQ(r.count("the training loss became"), 2) << r.output;
+    EXPECT_GE(r.count("at step "), 2) << r.output;
+    EXPECT_EQ(r.count("epoch 1:"), 0) << r.output;
+    args.push_back("--allow-nonfinite-loss");
+    expect_success(train(2, args));
+  }
+}
+
+TEST_F(TrainTest, ResumeWithoutACheckpointIsRefusedUnlessIfPresent) {
+  std::vector<std::string> args = {"--model", "mlp", "--steps", "1", "--batch", "8", "--train-samples", "16",
+                                   "--checkpoint-dir", path("empty")};
+  args.push_back("--resume");
+  LaunchResult r = train(2, args);
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.count("there is no checkpoint at " + path("empty/checkpoint.pt")), 2) << r.output;
+  args.back() = "--resume-if-present";
+  LaunchResult fresh = train(2, args);
+  expect_success(fresh);
+  EXPECT_EQ(fresh.count("--resume-if-present starts from step 0"), 1) << fresh.output;
+}
+
+// Outputs that cannot be written are refused before the first step on every rank (exit 2),
+// not found out at the end of the run. A path under a regular file cannot be created even by
+// root (the tests run as root, which chmod would not stop).
+TEST_F(TrainTest, UnwritableOutputsAreRefusedBeforeTheFirstStep) {
+  { std::ofstream(path("file")) << "x"; }
+  std::string under_a_file = path("file") + "/x";
+  for (std::string flag : {"--json", "--export", "--trace", "--checkpoint-dir"}) {
+    LaunchResult r = train(2, {"--model", "mlp", "--steps", "1", "--batch", "8", "--train-samples", "16", flag,
+                               under_a_file});
+    EXPECT_FALSE(r.timed_out) << flag;
+    EXPECT_EQ(r.exit_code, 2) << flag << "\n" << r.output;
+    EXPECT_EQ(r.count(flag + " " + under_a_file + ": "), 2) << flag << "\n" << r.output;
+    EXPECT_EQ(r.count("checked before the first step"), 2) << flag << "\n" << r.output;
+    EXPECT_EQ(r.count("braid-train: mlp on"), 0) << flag << "\n" << r.output;
+  }
+}
+
+// An OpenBLAS that runs Prescott kernels on a CPU that supports far more (simulated by a
+// preloaded library that reports "Prescott" while OPENBLAS_CORETYPE is unset): every rank
+// restarts itself once with the best core the CPU supports; a core the user chose stays.
+TEST_F(TrainTest, ABlasCoreFarBelowTheCpusIsReplacedUnlessTheUserChoseIt) {
+  std::string best = braid::train::best_blas_core(braid::train::cpu_features());
+  if (braid::train::better_blas_core("Prescott", best).empty()) GTEST_SKIP() << "no core above Prescott here";
+  std::optional<std::string> outer;  // the test's own environment may choose a core: not for this test
+  if (const char* set = std::getenv("OPENBLAS_CORETYPE")) outer = set;
+  ::unsetenv("OPENBLAS_CORETYPE");
+  auto run = [&](std::map<std::string, std::string> env) {
+    env["LD_PRELOAD"] = BRAID_OPENBLAS_OF_AN_UNKNOWN_CPU;
+    env["BRAID_TIMEOUT"] = "60";
+    return launch({.ranks = 2, .program = tool_path("braid-train"),
+                   .args = {"--model", "mlp", "--steps", "1", "--batch", "8", "--train-samples", "16", "--quiet",
+                            "--test-samples", "16", "--json", path("run.json")},
+                   .env = env, .timeout_seconds = 120});
+  };
+  LaunchResult restarted = run({});
+  LaunchResult chosen = run({{"OPENBLAS_CORETYPE", "Prescott"}});
+  if (outer) ::setenv("OPENBLAS_CORETYPE", outer->c_str(), 1);
+  expect_success(restarted);
+  EXPECT_EQ(restarted.count("braid-train restarted itself with OPENBLAS_CORETYPE=" + best +
+                            " because OpenBLAS had picked Prescott"),
+            2)  // the first line and the summary, both on rank 0
+      << restarted.output;
+  expect_success(chosen);
+  EXPECT_EQ(chosen.count("restarted"), 0) << chosen.output;
+  EXPECT_EQ(chosen.count("warning: core Prescott (OPENBLAS_CORETYPE=Prescott, respected) is far below this CPU's " +
+                         best),
+            2)
+      << chosen.output;
 }
 
 LaunchResult ddp_scenario(int ranks, const std::string& scenario) {

@@ -49,6 +49,10 @@ inline constexpr Variable kCompressHostStriped{"BRAID_COMPRESS_HOST_STRIPED", "a
 inline constexpr Variable kChecksum{"BRAID_CHECKSUM", "0", "1: compressed payloads carry a CRC32C that every receiver checks (braid::Corrupt on mismatch)"};
 inline constexpr Variable kTuningFile{"BRAID_TUNING_FILE", "", "JSON tuning file (braid-bench --tune) consulted before the built-in table"};
 inline constexpr Variable kTrace{"BRAID_TRACE", "", "directory every rank writes its trace file into (unset: no tracing)"};
+inline constexpr Variable kBlasRestarted{"BRAID_BLAS_RESTARTED", "", "set by braid-train when it restarted itself with OPENBLAS_CORETYPE: the core OpenBLAS had picked (also prevents a second restart)"};
+
+// --- other libraries' variables braid reads ----------------------------------------------
+inline constexpr Variable kOpenblasCoretype{"OPENBLAS_CORETYPE", "", "OpenBLAS's kernel set, read by OpenBLAS at load; braid-train respects it, and sets it when OpenBLAS picked a core far below the CPU's"};
 
 // --- other launchers' variables, read when braid's own are absent -----------------------
 inline constexpr Variable kTorchRank{"RANK", "", "torchrun: rank"};

@@ -8,14 +8,19 @@
 #include <filesystem>
 #include <sstream>
 
+#include "braid/base/crc32c.h"
 #include "braid/base/error.h"
 #include "braid/collectives/collectives.h"
+#include "braid/collectives/failure_agreement.h"
+#include "braid/torch/checkpoint_checksums.h"
 #include "braid/trace/atomic_file.h"
 
 namespace braid::torch {
 namespace {
 
-constexpr std::int64_t kFormatVersion = 1;
+// 2: every tensor's CRC32C (checkpoint_checksums.h) and the optimizer state as one checked
+// blob. Format 1 had no checksums and is refused: it cannot be verified.
+constexpr std::int64_t kFormatVersion = 2;
 
 // Whether `ok` holds on every rank (one allgather), so that all ranks throw together instead
 // of some going on into the next collective.
@@ -56,22 +61,50 @@ std::vector<std::vector<std::byte>> gather_states(Communicator& comm, const std:
   return states;
 }
 
+// Writes `t` under `key` and records the CRC32C of its bytes under `prefix + key`.
+void write_checked(::torch::serialize::OutputArchive& archive, ChecksumTable& table, const std::string& prefix,
+                   const std::string& key, const ::torch::Tensor& t, bool is_buffer = false) {
+  ::torch::Tensor c = t.detach().contiguous();
+  table.add(prefix + key, c.data_ptr(), static_cast<std::size_t>(c.nbytes()));
+  archive.write(key, c, is_buffer);
+}
+
+// Reads tensors and checks each against the checkpoint's table before anything uses it.
+struct CheckedReader {
+  const ChecksumTable& table;
+  const ErrorContext& context;
+  const std::string& path;
+
+  ::torch::Tensor read(::torch::serialize::InputArchive& archive, const std::string& key,
+                       const std::string& prefix = "", bool is_buffer = false) const {
+    ::torch::Tensor t;
+    archive.read(key, t, is_buffer);
+    t = t.contiguous();
+    table.verify(prefix + key, t.data_ptr(), static_cast<std::size_t>(t.nbytes()), context, path);
+    return t;
+  }
+};
+
 // Parameters and buffers by their full names, flat. (Module::save/load would do, but load
 // rebinds each parameter to the loaded storage with set_(), which detaches it from the gradient
 // accumulator DDP has hooked; copying values in place keeps every tensor where DDP saw it.)
-void write_module_state(::torch::nn::Module& module, ::torch::serialize::OutputArchive& archive) {
-  for (const auto& item : module.named_parameters(/*recurse=*/true)) archive.write("param." + item.key(), item.value());
-  for (const auto& item : module.named_buffers(/*recurse=*/true)) archive.write("buffer." + item.key(), item.value(), true);
+void write_module_state(::torch::nn::Module& module, ::torch::serialize::OutputArchive& archive, ChecksumTable& table) {
+  for (const auto& item : module.named_parameters(/*recurse=*/true)) {
+    write_checked(archive, table, "model/", "param." + item.key(), item.value());
+  }
+  for (const auto& item : module.named_buffers(/*recurse=*/true)) {
+    write_checked(archive, table, "model/", "buffer." + item.key(), item.value(), true);
+  }
 }
 
 void read_module_state(::torch::nn::Module& module, ::torch::serialize::InputArchive& archive,
-                       const ErrorContext& context) {
+                       const CheckedReader& reader) {
   ::torch::NoGradGuard no_grad;
   auto restore = [&](const std::string& key, ::torch::Tensor& target, bool is_buffer) {
-    ::torch::Tensor stored;
-    archive.read(key, stored, is_buffer);
+    ::torch::Tensor stored = reader.read(archive, key, "model/", is_buffer);
     if (!stored.sizes().equals(target.sizes()) || stored.scalar_type() != target.scalar_type()) {
-      throw InvalidArgument(context, fmt::format("checkpoint tensor '{}' has another shape or dtype than the model's", key));
+      throw InvalidArgument(reader.context,
+                            fmt::format("checkpoint tensor '{}' has another shape or dtype than the model's", key));
     }
     target.copy_(stored);
   };
@@ -79,25 +112,40 @@ void read_module_state(::torch::nn::Module& module, ::torch::serialize::InputArc
   for (auto& item : module.named_buffers(/*recurse=*/true)) restore("buffer." + item.key(), item.value(), true);
 }
 
+// The optimizer's state (momentum, Adam moments) as one checked blob: its archive's tensor
+// names are the optimizer's own business, and a blob is checked whatever they are.
+::torch::Tensor optimizer_blob(::torch::optim::Optimizer& optimizer) {
+  ::torch::serialize::OutputArchive optim;
+  optimizer.save(optim);
+  std::ostringstream out;
+  optim.save_to(out);
+  std::string bytes = out.str();
+  return bytes_tensor(bytes.data(), bytes.size());
+}
+
 std::string encode_archive(DistributedDataParallel& ddp, ::torch::optim::Optimizer& optimizer,
                            const TrainingPosition& position, const std::string& fingerprint,
                            const GradSyncSnapshot& snapshot, const std::vector<std::vector<std::byte>>& states) {
-  ::torch::serialize::OutputArchive archive;
-  ::torch::serialize::OutputArchive model, optim;
-  write_module_state(ddp.module(), model);
-  optimizer.save(optim);
+  ::torch::serialize::OutputArchive archive, model;
+  ChecksumTable table;
+  write_module_state(ddp.module(), model, table);
   archive.write("model", model);
-  archive.write("optimizer", optim);
+  write_checked(archive, table, "", "optimizer_state", optimizer_blob(optimizer));
   archive.write("format", ::torch::tensor({kFormatVersion}, ::torch::kInt64));
-  archive.write("position", ::torch::tensor({position.step, position.epoch, position.batch_in_epoch,
-                                             snapshot.step, static_cast<std::int64_t>(states.size())},
-                                            ::torch::kInt64));
-  archive.write("fingerprint", bytes_tensor(fingerprint.data(), fingerprint.size()));
+  write_checked(archive, table, "", "position",
+                ::torch::tensor({position.step, position.epoch, position.batch_in_epoch, snapshot.step,
+                                 static_cast<std::int64_t>(states.size())},
+                                ::torch::kInt64));
+  write_checked(archive, table, "", "fingerprint", bytes_tensor(fingerprint.data(), fingerprint.size()));
   std::vector<std::int64_t> order(snapshot.bucket_order.begin(), snapshot.bucket_order.end());
-  archive.write("bucket_order", ::torch::tensor(order, ::torch::kInt64));
+  write_checked(archive, table, "", "bucket_order", ::torch::tensor(order, ::torch::kInt64));
   for (std::size_t r = 0; r < states.size(); ++r) {
-    archive.write(fmt::format("residuals_rank{}", r), bytes_tensor(states[r].data(), states[r].size()));
+    write_checked(archive, table, "", fmt::format("residuals_rank{}", r), bytes_tensor(states[r].data(), states[r].size()));
   }
+  std::string checksums = table.encode();
+  archive.write("checksums", bytes_tensor(checksums.data(), checksums.size()));
+  archive.write("checksums_crc32c", ::torch::tensor({static_cast<std::int64_t>(crc32c(checksums.data(), checksums.size()))},
+                                                    ::torch::kInt64));
   std::ostringstream out;
   archive.save_to(out);
   return out.str();
@@ -131,6 +179,62 @@ void save_checkpoint(Communicator& comm, const std::string& dir, DistributedData
   }
 }
 
+namespace {
+
+// The table of checksums, checked itself, after the format: nothing else is trusted before it.
+ChecksumTable read_checksums(::torch::serialize::InputArchive& archive, const ErrorContext& context,
+                             const std::string& path) {
+  ::torch::Tensor format, checksums, checksums_crc;
+  archive.read("format", format);
+  if (format.numel() != 1 || format.item<std::int64_t>() != kFormatVersion) {
+    throw Corrupt(context, fmt::format("{} has checkpoint format {}, this braid reads {} (format 1 carried no "
+                                       "checksums and cannot be verified: start without --resume)",
+                                       path, format.numel() == 1 ? format.item<std::int64_t>() : -1, kFormatVersion));
+  }
+  archive.read("checksums", checksums);
+  archive.read("checksums_crc32c", checksums_crc);
+  if (checksums_crc.numel() != 1) throw Corrupt(context, fmt::format("{}: no checksum of its checksum table", path));
+  return ChecksumTable::decode(string_of(checksums), static_cast<std::uint32_t>(checksums_crc.item<std::int64_t>()),
+                               context, path);
+}
+
+// Everything but the checks of the format: position, GradSync's snapshot, model and optimizer.
+TrainingPosition restore(::torch::serialize::InputArchive& archive, const CheckedReader& reader, Communicator& comm,
+                         DistributedDataParallel& ddp, ::torch::optim::Optimizer& optimizer,
+                         const std::string& fingerprint) {
+  const std::string& path = reader.path;
+  ::torch::Tensor stored_fingerprint = reader.read(archive, "fingerprint");
+  if (string_of(stored_fingerprint) != fingerprint) {
+    throw InvalidArgument(reader.context, fmt::format("{} was written by another configuration:\n  checkpoint: {}\n  "
+                                                      "this run:   {}\nresume with the same settings, or use another "
+                                                      "--checkpoint-dir",
+                                                      path, string_of(stored_fingerprint), fingerprint));
+  }
+  ::torch::Tensor pos = reader.read(archive, "position");
+  auto p = pos.accessor<std::int64_t, 1>();
+  if (pos.numel() != 5 || p[4] != comm.size()) {
+    throw InvalidArgument(reader.context, fmt::format("{} holds the residuals of {} ranks; this run has {}", path,
+                                                      pos.numel() == 5 ? p[4] : -1, comm.size()));
+  }
+  GradSyncSnapshot snapshot;
+  snapshot.step = p[3];
+  ::torch::Tensor order = reader.read(archive, "bucket_order");
+  for (std::int64_t i = 0; i < order.numel(); ++i) snapshot.bucket_order.push_back(static_cast<int>(order[i].item<std::int64_t>()));
+  ::torch::Tensor residuals = reader.read(archive, fmt::format("residuals_rank{}", comm.rank()));
+  auto* bytes = static_cast<const std::byte*>(residuals.data_ptr());
+  snapshot.compression_state.assign(bytes, bytes + residuals.numel());
+  ::torch::serialize::InputArchive model, optim;
+  archive.read("model", model);
+  read_module_state(ddp.module(), model, reader);
+  ::torch::Tensor blob = reader.read(archive, "optimizer_state");
+  optim.load_from(static_cast<const char*>(blob.data_ptr()), static_cast<std::size_t>(blob.numel()));
+  optimizer.load(optim);
+  ddp.grad_sync().restore(snapshot);
+  return {.step = p[0], .epoch = p[1], .batch_in_epoch = p[2]};
+}
+
+}  // namespace
+
 std::optional<TrainingPosition> load_checkpoint(Communicator& comm, const std::string& dir,
                                                 DistributedDataParallel& ddp, ::torch::optim::Optimizer& optimizer,
                                                 const std::string& fingerprint) {
@@ -142,54 +246,23 @@ std::optional<TrainingPosition> load_checkpoint(Communicator& comm, const std::s
   broadcast(comm, &rank0_has, 1, DType::kU8, 0);
   if (!rank0_has) return std::nullopt;
 
+  // Every rank reads and checks the whole file it uses; the first failing rank's reason (the
+  // damaged tensor, say) then reaches every rank.
   std::exception_ptr failure;
   TrainingPosition position;
-  GradSyncSnapshot snapshot;
   try {
     if (!exists) throw InvalidArgument(context, fmt::format("{} exists on rank 0 but not here: the checkpoint "
                                                             "directory must be shared by every rank", path));
     ::torch::serialize::InputArchive archive;
     archive.load_from(path);
-    ::torch::Tensor format, pos, stored_fingerprint, order, residuals;
-    archive.read("format", format);
-    if (format.numel() != 1 || format.item<std::int64_t>() != kFormatVersion) {
-      throw Corrupt(context, fmt::format("{} has checkpoint format {}, this braid reads {}", path,
-                                         format.numel() == 1 ? format.item<std::int64_t>() : -1, kFormatVersion));
-    }
-    archive.read("fingerprint", stored_fingerprint);
-    if (string_of(stored_fingerprint) != fingerprint) {
-      throw InvalidArgument(context, fmt::format("{} was written by another configuration:\n  checkpoint: {}\n  this run:   "
-                                                 "{}\nresume with the same settings, or use another --checkpoint-dir",
-                                                 path, string_of(stored_fingerprint), fingerprint));
-    }
-    archive.read("position", pos);
-    auto p = pos.accessor<std::int64_t, 1>();
-    if (pos.numel() != 5 || p[4] != comm.size()) {
-      throw InvalidArgument(context, fmt::format("{} holds the residuals of {} ranks; this run has {}", path,
-                                                 pos.numel() == 5 ? p[4] : -1, comm.size()));
-    }
-    position = {.step = p[0], .epoch = p[1], .batch_in_epoch = p[2]};
-    snapshot.step = p[3];
-    archive.read("bucket_order", order);
-    for (std::int64_t i = 0; i < order.numel(); ++i) snapshot.bucket_order.push_back(static_cast<int>(order[i].item<std::int64_t>()));
-    archive.read(fmt::format("residuals_rank{}", comm.rank()), residuals);
-    auto* bytes = static_cast<const std::byte*>(residuals.data_ptr());
-    snapshot.compression_state.assign(bytes, bytes + residuals.numel());
-    ::torch::serialize::InputArchive model, optim;
-    archive.read("model", model);
-    archive.read("optimizer", optim);
-    read_module_state(ddp.module(), model, context);
-    optimizer.load(optim);
-    ddp.grad_sync().restore(snapshot);
+    ChecksumTable table = read_checksums(archive, context, path);
+    position = restore(archive, CheckedReader{table, context, path}, comm, ddp, optimizer, fingerprint);
   } catch (const Error&) {
     failure = std::current_exception();
   } catch (const c10::Error& e) {  // a damaged or foreign archive
     failure = std::make_exception_ptr(Corrupt(context, fmt::format("cannot read {}: {}", path, e.what_without_backtrace())));
   }
-  if (!all_ranks(comm, failure == nullptr)) {
-    if (failure) std::rethrow_exception(failure);
-    throw Corrupt(context, fmt::format("another rank could not load {}", path));
-  }
+  rethrow_first_failure(comm, failure, "load_checkpoint");
   return position;
 }
 

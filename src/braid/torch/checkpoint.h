@@ -6,7 +6,8 @@
 // the other ranks are gathered to it first, since they differ per rank. It is written to a
 // temporary file and renamed, so a crash mid-save leaves the previous checkpoint intact.
 // Every rank loads the same file (the directory must be visible to every rank, as on one host
-// or a shared file system) and takes its own residuals from it.
+// or a shared file system) and takes its own residuals from it. Every tensor is stored with
+// the CRC32C of its bytes, since LibTorch's reader checks none.
 //
 // A checkpoint records a fingerprint of the run's configuration (model, world size, batch,
 // optimizer, compression...): resuming under another one is refused with both fingerprints,
@@ -39,8 +40,10 @@ void save_checkpoint(Communicator& comm, const std::string& dir, DistributedData
                      const std::string& fingerprint);
 
 // Collective. Returns nullopt when there is no checkpoint in `dir` yet. Throws InvalidArgument
-// for a checkpoint of another configuration or world size, Corrupt for an unreadable one.
-// Must run before the first training step (GradSync::restore).
+// for a checkpoint of another configuration or world size, Corrupt for an unreadable or damaged
+// one: every tensor's CRC32C is checked as it is read (checkpoint_checksums.h), and a mismatch
+// names the file and the tensor, on every rank. Must run before the first training step
+// (GradSync::restore).
 std::optional<TrainingPosition> load_checkpoint(Communicator& comm, const std::string& dir,
                                                 DistributedDataParallel& ddp, ::torch::optim::Optimizer& optimizer,
                                                 const std::string& fingerprint);

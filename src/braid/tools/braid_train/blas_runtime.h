@@ -8,11 +8,22 @@
 
 namespace braid::train {
 
-// "OpenBLAS 0.3.21 ..." or "not OpenBLAS (reference BLAS?)".
+// "OpenBLAS 0.3.21 ...", plus how its core was chosen and a warning (with the fix) when it is
+// far below the CPU's; or "not OpenBLAS (reference BLAS?)".
 std::string blas_description();
 bool blas_is_openblas();
+// OpenBLAS's core ("SkylakeX", "Prescott", ...); "" for another BLAS.
+std::string blas_core();
 // Sets OpenBLAS's thread count (no-op for another BLAS): one per rank by default, since ranks
 // share the cores.
 void set_blas_threads(int threads);
+
+// Called first in main, before any thread or socket exists. When OpenBLAS runs a core narrower
+// than this CPU supports (blas_core_choice.h) and the user did not choose one
+// (OPENBLAS_CORETYPE), re-executes this program (/proc/self/exe, same argv, same pid, so
+// braid-run still knows its rank) with OPENBLAS_CORETYPE set: OpenBLAS reads it in its load-time
+// constructor, too late for this process. BRAID_BLAS_RESTARTED keeps it to one restart. Returns
+// when there is nothing better, or exec failed (then blas_description() warns).
+void restart_with_better_blas_core(char** argv);
 
 }  // namespace braid::train

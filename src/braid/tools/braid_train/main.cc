@@ -12,6 +12,8 @@
 
 #include "braid/base/error.h"
 #include "braid/comm/communicator.h"
+#include "braid/tools/braid_train/blas_runtime.h"
+#include "braid/tools/braid_train/output_paths.h"
 #include "braid/tools/braid_train/train_config.h"
 #include "braid/tools/braid_train/train_report.h"
 #include "braid/tools/braid_train/trainer.h"
@@ -49,8 +51,15 @@ int main(int argc, char** argv) {
   // LibTorch's c10::Error and the like are std::exceptions: the guard reports them as failures.
   return braid::tools::run_tool("braid-train", app, argc, argv, [&] {
     if (compare_cmd->parsed()) return compare(compare_files);
+    braid::train::restart_with_better_blas_core(argv);  // returns when there is nothing better, or no way
     braid::Communicator comm = braid::Communicator::init();
-    braid::train::validate(config, comm.size());
+    try {  // refused before the first step: the command line's fault, exit 2 like CLI11's own errors
+      braid::train::validate(config, comm.size());
+      braid::train::check_output_paths(comm, config);
+    } catch (const braid::InvalidArgument& e) {
+      std::fprintf(stderr, "braid-train: error: %s\n", e.what());
+      return 2;
+    }
     braid::train::train(comm, config);
     return 0;
   });

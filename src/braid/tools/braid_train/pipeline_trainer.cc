@@ -7,6 +7,7 @@
 #include <numeric>
 #include <optional>
 #include <span>
+#include <utility>
 
 #include "braid/base/error.h"
 #include "braid/collectives/collectives.h"
@@ -71,6 +72,7 @@ class PipelineTrainer {
   std::unique_ptr<torch::DistributedSampler> sampler_;
   Batch current_;
   std::int64_t replica_batch_ = 0, micro_ = 0, steps_per_epoch_ = 0, total_steps_ = 0, step_ = 0;
+  double epoch_loss_sum_ = 0;  // last stages' losses of this epoch's steps
 };
 
 void PipelineTrainer::set_up() {
@@ -142,6 +144,9 @@ void PipelineTrainer::train_step(std::span<const std::int64_t> indices, EpochFig
     figures.payload_bytes += stats.wire.payload_bytes;
     figures.fp32_bytes += stats.wire.elements * sizeof(float);
   }
+  double loss = stage_model_->take_loss_sum();  // this step's, on last stages (0 elsewhere)
+  epoch_loss_sum_ += loss;
+  check_loss_is_finite(world_, config_, loss, step_ + 1);
   optimizer_->step();
   if (trace_) trace_->step(static_cast<int>(step_ + 1));
   figures.step_seconds += seconds_since(start);
@@ -184,7 +189,7 @@ RunSummary PipelineTrainer::run() {
     figures.seconds = seconds_since(start);
     figures.samples = figures.steps * config_.batch;
     // Only last stages computed losses: one per step and replica.
-    figures.train_loss = mean_over_ranks(world_, stage_model_->take_loss_sum(),
+    figures.train_loss = mean_over_ranks(world_, std::exchange(epoch_loss_sum_, 0.0),
                                          world_.rank() == 0 ? static_cast<double>(figures.steps * replicas_) : 0.0);
     share_model();
     if (config_.check_replicas) check_replicas(world_, *model_, step_);

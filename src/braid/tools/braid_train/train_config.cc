@@ -3,6 +3,8 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <cmath>
+
 #include "braid/base/error.h"
 #include "braid/compress/codec_spec.h"
 #include "braid/parallel/pipeline_schedule.h"
@@ -22,7 +24,7 @@ std::string TrainConfig::data_dir() const {
 }
 
 double TrainConfig::learning_rate() const {
-  if (lr > 0) return lr;
+  if (lr) return *lr;
   return optimizer == "adam" ? 1e-3 : 0.02;
 }
 
@@ -41,7 +43,8 @@ void add_train_flags(CLI::App& app, TrainConfig& c) {
   app.add_option("--epochs", c.epochs, "passes over the training set")->capture_default_str();
   app.add_option("--steps", c.steps, "stop after this many optimizer steps (overrides --epochs)");
   app.add_option("--batch", c.batch, "global batch: samples per optimizer step over all ranks")->capture_default_str();
-  app.add_option("--lr", c.lr, "learning rate (default: sgd 0.02, adam 0.001)");
+  app.add_option_function<double>(
+      "--lr", [&c](double v) { c.lr = v; }, "learning rate, a finite number > 0 (default: sgd 0.02, adam 0.001)");
   app.add_option("--optimizer", c.optimizer, "sgd (momentum 0.9) | adam")
       ->check(CLI::IsMember({"sgd", "adam"}))
       ->capture_default_str();
@@ -61,7 +64,9 @@ void add_train_flags(CLI::App& app, TrainConfig& c) {
       ->capture_default_str();
   app.add_option("--checkpoint-dir", c.checkpoint_dir, "write checkpoints here (rank 0, atomically)");
   app.add_option("--checkpoint-every", c.checkpoint_every, "steps between checkpoints (0: each epoch end)");
-  app.add_flag("--resume", c.resume, "continue from --checkpoint-dir's checkpoint");
+  app.add_flag("--resume", c.resume, "continue from --checkpoint-dir's checkpoint (an error when there is none)");
+  app.add_flag("--resume-if-present", c.resume_if_present,
+               "continue from --checkpoint-dir's checkpoint if there is one, else start at step 0");
   app.add_option("--trace", c.trace_dir, "write per-rank Chrome traces here");
   app.add_option("--json", c.json_path, "write the per-epoch figures and the summary here (rank 0)");
   app.add_option("--export", c.export_path, "save the final model here (torch::save, rank 0)");
@@ -73,6 +78,8 @@ void add_train_flags(CLI::App& app, TrainConfig& c) {
   app.add_option("--log-interval", c.log_interval, "seconds between progress lines")->capture_default_str();
   app.add_flag("--check-replicas", c.check_replicas, "verify every rank holds identical parameters after each step");
   app.add_flag("--quiet", c.quiet, "no progress lines");
+  app.add_flag("--allow-nonfinite-loss", c.allow_nonfinite_loss,
+               "keep training when the loss becomes NaN or infinite (default: stop naming the step)");
   app.add_option("--pp", c.pp, "pipeline stages (the world is pp x data-parallel replicas)")->capture_default_str();
   app.add_option("--microbatches", c.microbatches, "micro-batches per step and pipeline (with --pp)")
       ->capture_default_str();
@@ -114,12 +121,16 @@ void validate(const TrainConfig& c, int world) {
                     "same number of samples per micro-batch",
                     c.batch, world, c.accumulate));
   }
-  if (c.lr < 0) bad(fmt::format("--lr {}: must be positive", c.lr));
+  if (c.lr && !(std::isfinite(*c.lr) && *c.lr > 0)) {
+    bad(fmt::format("--lr {}: must be a finite number greater than 0", *c.lr));
+  }
   if (c.threads < 1 || c.threads > 256) bad(fmt::format("--threads {}: must be in 1..256", c.threads));
   if (c.context < 2 || c.context > 4096) bad(fmt::format("--context {}: must be in 2..4096", c.context));
   if (c.train_samples < 0 || c.test_samples < 0) bad("--train-samples and --test-samples must be at least 0");
   if (c.checkpoint_every < 0) bad(fmt::format("--checkpoint-every {}: must be at least 0", c.checkpoint_every));
-  if (c.resume && c.checkpoint_dir.empty()) bad("--resume needs --checkpoint-dir");
+  if (c.resumes() && c.checkpoint_dir.empty()) {
+    bad(fmt::format("{} needs --checkpoint-dir", c.resume ? "--resume" : "--resume-if-present"));
+  }
   if (c.log_interval <= 0) bad(fmt::format("--log-interval {}: must be positive", c.log_interval));
   compress::parse_codec_spec(c.compress);  // throws InvalidArgument naming the bad spec
 }

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace CLI {
@@ -17,7 +18,7 @@ struct TrainConfig {
   std::int64_t epochs = 2;
   std::int64_t steps = 0;            // > 0: stop after this many optimizer steps (overrides epochs)
   std::int64_t batch = 128;          // global: samples per optimizer step, over all ranks
-  double lr = 0;                     // 0: the optimizer's default (sgd 0.02, adam 1e-3)
+  std::optional<double> lr;          // unset: the optimizer's default (sgd 0.02, adam 1e-3)
   std::string optimizer = "sgd";     // sgd (momentum 0.9) | adam
   std::string compress = "none";     // a codec spec (compress/codec_spec.h)
   std::int64_t compress_min_elements = 65536;  // smaller tensors go uncompressed
@@ -27,7 +28,9 @@ struct TrainConfig {
   std::int64_t accumulate = 1;       // micro-batches per optimizer step
   std::string checkpoint_dir;
   std::int64_t checkpoint_every = 0; // steps; 0: at the end of each epoch and of the run
-  bool resume = false;
+  bool resume = false;               // a missing checkpoint is an error
+  bool resume_if_present = false;    // a missing checkpoint starts the run at step 0 (and says so)
+  bool allow_nonfinite_loss = false; // keep training when the loss becomes NaN or infinite
   std::string trace_dir;
   std::string json_path;
   std::string export_path;           // rank 0 saves the final model (torch::save) here
@@ -45,6 +48,7 @@ struct TrainConfig {
 
   std::string data_dir() const;      // `data`, or the model's default
   double learning_rate() const;      // `lr`, or the optimizer's default
+  bool resumes() const { return resume || resume_if_present; }
   // What a checkpoint must agree with to be resumed (everything that shapes the trajectory).
   std::string fingerprint(int world) const;
 };
@@ -52,8 +56,9 @@ struct TrainConfig {
 // Registers every flag on `app`, writing into `config`.
 void add_train_flags(CLI::App& app, TrainConfig& config);
 
-// Throws InvalidArgument naming the flag and its valid range for a bad value, or a global
-// batch that the world size (times --accumulate) does not divide.
+// Throws InvalidArgument naming the flag and its valid range for a bad value (a learning rate
+// that is not a finite number > 0 included: it is refused, never replaced by the default), or a
+// global batch that the world size (times --accumulate) does not divide.
 void validate(const TrainConfig& config, int world);
 
 }  // namespace braid::train

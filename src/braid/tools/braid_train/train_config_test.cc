@@ -62,6 +62,25 @@ TEST(TrainConfig, NamesTheFlagAndRangeOfABadValue) {
   EXPECT_NE(error_of(c, 2).find("--threads 0"), std::string::npos);
 }
 
+// The learning rate is used as given or refused, never replaced by the default: 0, NaN and
+// infinities used to train silently with 0.02 (or, for inf, to a NaN loss).
+TEST(TrainConfig, ALearningRateThatIsNotAFinitePositiveNumberIsRefused) {
+  for (const char* lr : {"0", "-0.5", "nan", "inf", "-inf"}) {
+    TrainConfig c = parse({"--lr", lr});
+    ASSERT_TRUE(c.lr.has_value()) << lr;
+    EXPECT_NE(error_of(c, 1).find("must be a finite number greater than 0"), std::string::npos) << lr;
+  }
+  TrainConfig c = parse({"--lr", "1e-5", "--optimizer", "adam"});
+  EXPECT_DOUBLE_EQ(c.learning_rate(), 1e-5);
+  EXPECT_EQ(error_of(c, 1), "");
+}
+
+TEST(TrainConfig, ResumeIfPresentAlsoNeedsACheckpointDirectory) {
+  TrainConfig c = parse({"--resume-if-present"});
+  EXPECT_TRUE(c.resumes());
+  EXPECT_NE(error_of(c, 2).find("--resume-if-present needs --checkpoint-dir"), std::string::npos);
+}
+
 TEST(TrainConfig, FingerprintCoversWhatShapesTheTrajectoryButNotItsLength) {
   TrainConfig a, b;
   b.epochs = 9;

@@ -34,6 +34,7 @@ class Trainer {
 
  private:
   void set_up();
+  void resume();
   void train_epoch(std::int64_t epoch, std::int64_t first_batch, EpochFigures& figures);
   double train_step(std::span<const std::int64_t> indices, EpochFigures& figures);
   void save(const torch::TrainingPosition& position);
@@ -78,14 +79,30 @@ void Trainer::set_up() {
                                       config_.batch, data_->train_size()));
   }
   total_steps_ = config_.steps > 0 ? config_.steps : config_.epochs * steps_per_epoch_;
-  if (config_.resume) {
-    if (auto position = torch::load_checkpoint(comm_, config_.checkpoint_dir, *ddp_, *optimizer_,
-                                               config_.fingerprint(comm_.size()))) {
-      start_ = *position;
-      step_ = position->step;
-      resumed_ = true;
-    }
+  if (config_.resumes()) resume();
+}
+
+// --resume promises the user a continued run: without a checkpoint it is refused on every rank
+// (load_checkpoint's answer is rank 0's, so all agree); --resume-if-present starts at step 0
+// and says so.
+void Trainer::resume() {
+  std::optional<torch::TrainingPosition> position =
+      torch::load_checkpoint(comm_, config_.checkpoint_dir, *ddp_, *optimizer_, config_.fingerprint(comm_.size()));
+  if (position) {
+    start_ = *position;
+    step_ = position->step;
+    resumed_ = true;
+    return;
   }
+  std::string path = torch::checkpoint_path(config_.checkpoint_dir);
+  if (config_.resume_if_present) {
+    say(comm_, fmt::format("no checkpoint at {}: --resume-if-present starts from step 0", path));
+    return;
+  }
+  throw InvalidArgument({.rank = comm_.rank(), .op = "braid-train --resume"},
+                        fmt::format("there is no checkpoint at {} to resume from; drop --resume to start from step 0, "
+                                    "or pass --resume-if-present to resume only when there is one",
+                                    path));
 }
 
 double Trainer::train_step(std::span<const std::int64_t> indices, EpochFigures& figures) {
@@ -110,6 +127,7 @@ double Trainer::train_step(std::span<const std::int64_t> indices, EpochFigures& 
     loss_sum += loss.item<double>();
   }
   GradSyncStats stats = ddp_->synchronize();
+  check_loss_is_finite(comm_, config_, loss_sum, step_ + 1);
   {
     trace::ComputeScope update(trace_.get(), "optimizer");
     optimizer_->step();

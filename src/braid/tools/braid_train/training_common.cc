@@ -3,7 +3,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
+#include <sstream>
 
 #include "braid/base/crc32c.h"
 #include "braid/base/error.h"
@@ -71,6 +73,18 @@ double mean_over_ranks(Communicator& comm, double loss_sum, double count) {
   return sums[1] > 0 ? sums[0] / sums[1] : 0;
 }
 
+void check_loss_is_finite(Communicator& comm, const TrainConfig& config, double loss, std::int64_t step) {
+  if (config.allow_nonfinite_loss) return;
+  double sum = loss;  // NaN or infinite on any rank makes the sum so
+  allreduce(comm, &sum, &sum, 1, DType::kF64, ReduceOp::kSum);
+  if (std::isfinite(sum)) return;
+  throw InvalidArgument({.rank = comm.rank(), .op = "braid-train", .seq = step},
+                        fmt::format("the training loss became {} at step {} (learning rate {}): stopping, since the "
+                                    "parameters no longer hold numbers; lower --lr, or pass --allow-nonfinite-loss to "
+                                    "train on",
+                                    sum, step, config.learning_rate()));
+}
+
 std::uint32_t parameter_digest(TrainModel& model) {
   std::uint32_t crc = 0;
   for (const ::torch::Tensor& p : model.parameters()) {
@@ -101,7 +115,11 @@ void finish_run(Communicator& comm, const TrainConfig& config, RunSummary& summa
   if (comm.rank() != 0) return;
   if (!config.json_path.empty()) trace::write_file_atomically(config.json_path, to_json(summary, config).dump(2) + "\n");
   if (!config.export_path.empty()) {
-    ::torch::save(std::static_pointer_cast<::torch::nn::Module>(model.shared_from_this()), config.export_path);
+    // Serialized in memory, then written like the JSON: a failure is a SystemError naming the
+    // path (not LibTorch's stack trace), and a reader never sees half a model.
+    std::ostringstream bytes;
+    ::torch::save(std::static_pointer_cast<::torch::nn::Module>(model.shared_from_this()), bytes);
+    trace::write_file_atomically(config.export_path, bytes.str());
   }
 }
 

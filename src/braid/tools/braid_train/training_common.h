@@ -36,6 +36,12 @@ void evaluate(Communicator& comm, const TrainingData& data, TrainModel& model, E
 // The mean of `loss_sum` over `count` losses, summed over the ranks of `comm`.
 double mean_over_ranks(Communicator& comm, double loss_sum, double count);
 
+// Collective, once per step (the losses are summed over `comm`, so every rank decides alike).
+// Throws InvalidArgument naming `step` when the loss is NaN or infinite, unless
+// --allow-nonfinite-loss: the parameters are ruined by then, and training on would only waste
+// the job and overwrite a good checkpoint with a ruined one.
+void check_loss_is_finite(Communicator& comm, const TrainConfig& config, double loss, std::int64_t step);
+
 std::uint32_t parameter_digest(TrainModel& model);
 // Throws Mismatch naming the first rank whose parameters differ from rank 0's after `step`.
 void check_replicas(Communicator& comm, TrainModel& model, std::int64_t step);
