@@ -19,11 +19,9 @@ namespace {
 
 enum class TransportMode { kAuto, kTcp };
 
+// "shm" is an old spelling of "auto" (shared memory where ranks share a host).
 TransportMode transport_mode() {
-  std::string text = env::get_or_default(env::kTransport);
-  if (text == "auto" || text == "shm") return TransportMode::kAuto;
-  if (text == "tcp") return TransportMode::kTcp;
-  throw InvalidArgument({.op = "init"}, fmt::format("BRAID_TRANSPORT='{}' is not one of: auto, tcp", text));
+  return env::get_choice(env::kTransport) == "tcp" ? TransportMode::kTcp : TransportMode::kAuto;
 }
 
 std::string store_bind_address(const std::string& master_addr) {
@@ -84,16 +82,15 @@ std::shared_ptr<Fabric> connect_fabric(const RankInfo& info, const Topology& top
   std::vector<std::unique_ptr<Transport>> transports;
   std::vector<int> route(static_cast<std::size_t>(info.world_size), -1);
   if (local.size() > 1) {
+    // Both are range-checked by their env.h declarations; a chunk is at most half a ring, so
+    // that the sender can fill one half while the receiver drains the other.
+    const auto ring_bytes = static_cast<std::size_t>(env::get_int(env::kShmRingBytes));
     shm::ShmOptions options{.rank = info.rank,
                             .local_ranks = local,
                             .job_id = job_id,
-                            .ring_bytes = static_cast<std::size_t>(env::get_int(env::kShmRingBytes)),
-                            .chunk_bytes = static_cast<std::size_t>(env::get_int(env::kShmChunkBytes))};
-    if (options.ring_bytes < 4096 || (options.ring_bytes & (options.ring_bytes - 1)) != 0) {
-      throw InvalidArgument({.rank = info.rank, .op = "init"},
-                            fmt::format("BRAID_SHM_RING_BYTES={} must be a power of two >= 4096", options.ring_bytes));
-    }
-    options.chunk_bytes = std::clamp<std::size_t>(options.chunk_bytes, 4096, options.ring_bytes / 2);
+                            .ring_bytes = ring_bytes,
+                            .chunk_bytes = std::min(static_cast<std::size_t>(env::get_int(env::kShmChunkBytes)),
+                                                    ring_bytes / 2)};
     transports.push_back(shm::ShmTransport::connect(options, store, deadline));
     for (int r : local) route[static_cast<std::size_t>(r)] = static_cast<int>(transports.size() - 1);
   }
@@ -113,6 +110,9 @@ std::shared_ptr<Fabric> connect_fabric(const RankInfo& info, const Topology& top
 }  // namespace
 
 std::shared_ptr<World> World::create() {
+  // Every setting is checked before anything else happens: a value one rank refuses must stop
+  // it before it joins, not after its peers have built shared state for it.
+  env::check_all();
   auto world = std::make_shared<World>();
   world->info = discover_rank_info();
   const RankInfo& info = world->info;
