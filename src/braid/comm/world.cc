@@ -9,6 +9,7 @@
 #include "braid/base/env.h"
 #include "braid/base/log.h"
 #include "braid/base/random.h"
+#include "braid/bootstrap/refusal.h"
 #include "braid/bootstrap/socket.h"
 #include "braid/transport/shm/shm_transport.h"
 #include "braid/transport/tcp/tcp_transport.h"
@@ -55,10 +56,24 @@ std::string agree_on_job_id(const RankInfo& info, StoreClient& store, Deadline d
   return store.get("job_id", deadline);
 }
 
+// Every BRAID_* setting is checked before this rank takes part in anything that builds shared
+// state (env::check_all). A rank that refuses one publishes why in place of its host id, so
+// its peers fail at once, naming it, instead of waiting for it until BRAID_TIMEOUT.
 std::vector<std::string> exchange_host_ids(const RankInfo& info, StoreClient& store, Deadline deadline) {
-  store.set(fmt::format("host/{}", info.rank), default_host_id());
+  const std::string key = fmt::format("host/{}", info.rank);
+  try {
+    env::check_all();
+  } catch (const Error& e) {
+    const InvalidArgument refused({.rank = info.rank, .op = "init"}, e.detail());
+    publish_refusal(store, key, refused, deadline);
+    throw refused;
+  }
+  store.set(key, default_host_id(), deadline);
   std::vector<std::string> ids;
-  for (int r = 0; r < info.world_size; ++r) ids.push_back(store.get(fmt::format("host/{}", r), deadline));
+  for (int r = 0; r < info.world_size; ++r) {
+    ids.push_back(store.get(fmt::format("host/{}", r), deadline));
+    throw_if_refused(ids.back(), {.rank = info.rank, .peer = r, .op = "init"}, "settings");
+  }
   return ids;
 }
 
@@ -110,13 +125,11 @@ std::shared_ptr<Fabric> connect_fabric(const RankInfo& info, const Topology& top
 }  // namespace
 
 std::shared_ptr<World> World::create() {
-  // Every setting is checked before anything else happens: a value one rank refuses must stop
-  // it before it joins, not after its peers have built shared state for it.
-  env::check_all();
   auto world = std::make_shared<World>();
   world->info = discover_rank_info();
   const RankInfo& info = world->info;
   if (info.world_size == 1) {
+    env::check_all();  // with peers: in exchange_host_ids, which tells them
     world->topology = Topology({default_host_id()});
     world->fabric = std::make_shared<Fabric>(0, 1, std::vector<std::unique_ptr<Transport>>{}, std::vector<int>{0},
                                              FabricOptions{});
