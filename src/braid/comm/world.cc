@@ -56,22 +56,42 @@ std::string agree_on_job_id(const RankInfo& info, StoreClient& store, Deadline d
   return store.get("job_id", deadline);
 }
 
-// Every BRAID_* setting is checked before this rank takes part in anything that builds shared
-// state (env::check_all). A rank that refuses one publishes why in place of its host id, so
-// its peers fail at once, naming it, instead of waiting for it until BRAID_TIMEOUT.
-std::vector<std::string> exchange_host_ids(const RankInfo& info, StoreClient& store, Deadline deadline) {
-  const std::string key = fmt::format("host/{}", info.rank);
+std::string host_key(int rank) { return fmt::format("host/{}", rank); }
+
+// How long a rank that refuses its settings tries to reach the store to say so: long enough
+// for rank 0 to start serving it, short enough that the refusal stays prompt.
+constexpr Seconds kTellPeersFor{2.0};
+
+// Publishes why this rank refuses to join in place of its host id (best effort).
+void tell_peers(const RankInfo& info, const Error& refused) noexcept {
+  try {
+    const Deadline deadline = Deadline::after(kTellPeersFor);
+    StoreClient store(info.master_addr, info.master_port, info.job_token, info.rank, deadline);
+    publish_refusal(store, host_key(info.rank), refused, deadline);
+  } catch (...) {  // unreachable: the peers' own timeouts will tell
+  }
+}
+
+// Every BRAID_* setting is checked before this rank takes part in anything (env::check_all), so
+// a rank that refuses one fails at once, and first tells its peers, which then fail at once
+// too, naming it (exchange_host_ids), instead of waiting for it until BRAID_TIMEOUT. Rank 0
+// cannot tell: the store would leave with it, and its peers' store timeout asks whether rank 0
+// runs. The same bad value on every rank (an exported typo) makes every rank fail by itself.
+void check_settings(const RankInfo& info) {
   try {
     env::check_all();
   } catch (const Error& e) {
     const InvalidArgument refused({.rank = info.rank, .op = "init"}, e.detail());
-    publish_refusal(store, key, refused, deadline);
+    if (info.world_size > 1 && info.rank != 0) tell_peers(info, refused);
     throw refused;
   }
-  store.set(key, default_host_id(), deadline);
+}
+
+std::vector<std::string> exchange_host_ids(const RankInfo& info, StoreClient& store, Deadline deadline) {
+  store.set(host_key(info.rank), default_host_id(), deadline);
   std::vector<std::string> ids;
   for (int r = 0; r < info.world_size; ++r) {
-    ids.push_back(store.get(fmt::format("host/{}", r), deadline));
+    ids.push_back(store.get(host_key(r), deadline));
     throw_if_refused(ids.back(), {.rank = info.rank, .peer = r, .op = "init"}, "settings");
   }
   return ids;
@@ -128,8 +148,8 @@ std::shared_ptr<World> World::create() {
   auto world = std::make_shared<World>();
   world->info = discover_rank_info();
   const RankInfo& info = world->info;
+  check_settings(info);
   if (info.world_size == 1) {
-    env::check_all();  // with peers: in exchange_host_ids, which tells them
     world->topology = Topology({default_host_id()});
     world->fabric = std::make_shared<Fabric>(0, 1, std::vector<std::unique_ptr<Transport>>{}, std::vector<int>{0},
                                              FabricOptions{});
