@@ -21,6 +21,18 @@ using ::testing::MatchesRegex;
 
 constexpr double kPrompt = 10.0;  // seconds: "promptly", not "after the 60 s sleeps"
 
+// More ranks than braid-run's descriptor limit allows pipes for: refused before any rank
+// starts, naming -n, the limit and the fix (it used to fail on EMFILE half-way through).
+TEST(BraidRunFailure, TooFewFileDescriptorsFailAtOnce) {
+  RunningProcess braid({"/bin/sh", "-c", "ulimit -n 64 && exec " + braid_run_path() + " -n 100 /bin/true"});
+  ProcessResult r = braid.wait();
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("braid-run: -n 100 needs 232 file descriptors"));
+  EXPECT_THAT(r.err, HasSubstr("limit (RLIMIT_NOFILE) is 64"));
+  EXPECT_THAT(r.err, HasSubstr("ulimit -n 232"));
+  EXPECT_LT(r.seconds, kPrompt);
+}
+
 TEST(BraidRunFailure, AllRanksSucceedingIsSuccess) {
   ProcessResult r = run_braid({"-n", "3", "sh", "-c", "exit 0"});
   EXPECT_EQ(r.exit_code, 0) << r.err;

@@ -117,5 +117,19 @@ TEST(LauncherOptions, RejectsMalformedAndReservedEnv) {
   EXPECT_THAT(parse_ok({"-n", "1", "--env", "BRAID_TIMEOUT=10", "p"}).extra_env, ElementsAre("BRAID_TIMEOUT=10"));
 }
 
+// -n 10000 with 20000 descriptors: refused up front, naming -n, the need, the limit and the fix.
+TEST(LauncherOptions, DescriptorLimitIsCheckedUpFront) {
+  LauncherOptions o = parse_ok({"-n", "10000", "/bin/true"});
+  EXPECT_EQ(descriptors_needed(o), 20032u);
+  std::string problem = check_descriptor_limit(o, 20000, 1u << 20);
+  EXPECT_THAT(problem, HasSubstr("-n 10000 needs 20032 file descriptors"));
+  EXPECT_THAT(problem, HasSubstr("limit (RLIMIT_NOFILE) is 20000"));
+  EXPECT_THAT(problem, HasSubstr("ulimit -n 20032"));
+  EXPECT_THAT(check_descriptor_limit(o, 20000, 20000), HasSubstr("the hard limit is 20000"));
+  EXPECT_EQ(check_descriptor_limit(o, 20032, 20032), "");
+  o.prefix_output = false;  // no pipes: the reserve alone
+  EXPECT_EQ(check_descriptor_limit(o, 1024, 1024), "");
+}
+
 }  // namespace
 }  // namespace braid::launcher

@@ -11,6 +11,7 @@
 namespace braid {
 
 Deadline Deadline::after(Seconds seconds) {
+  if (std::isnan(seconds.count())) throw InvalidArgument({.op = "deadline"}, "a timeout of NaN seconds");
   if (seconds.count() < 0 || std::isinf(seconds.count()) || seconds.count() > 1e9) return never();
   return Deadline(Clock::now() + std::chrono::duration_cast<Clock::duration>(seconds));
 }

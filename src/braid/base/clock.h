@@ -16,10 +16,11 @@ inline std::int64_t now_ns() {
 
 class Deadline {
  public:
-  // A deadline `seconds` from now; a negative or infinite value means "never".
+  // A deadline `seconds` from now; a negative or infinite value means "never". NaN throws
+  // InvalidArgument (it used to compare as neither, and expire at once).
   static Deadline after(Seconds seconds);
   static Deadline never() { return Deadline(Clock::time_point::max()); }
-  // The default for blocking calls: BRAID_TIMEOUT seconds from now (300 unless set).
+  // The default for blocking calls: BRAID_TIMEOUT seconds from now (300 unless set; -1: never).
   static Deadline from_env();
 
   bool expired() const { return at_ != Clock::time_point::max() && Clock::now() >= at_; }

@@ -1,8 +1,15 @@
-// Every environment variable braid reads is declared here, once, with its default and its
-// meaning (NCCL_PARAM style); env.cc is the only file that calls getenv. docs/environment.md
-// carries the same table, and a test checks the two agree.
+// Every environment variable braid reads is declared here, once, with its default, its
+// meaning and the values it accepts (NCCL_PARAM style); env.cc is the only file that calls
+// getenv. docs/environment.md carries the same table, and a test checks the two agree.
+//
+// What a variable accepts is data (`Allowed`), checked in one place (env.cc): the code that
+// reads a variable never re-validates it, and a value outside its declared set is refused
+// with InvalidArgument naming the variable, the value and what is allowed, instead of being
+// clamped or misread (BRAID_TIMEOUT=nan once meant "time out at once", BRAID_CHECKSUM=2 meant
+// 1). Communicator::init checks every BRAID_* variable that is set before it does anything.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <span>
 #include <string>
@@ -10,32 +17,83 @@
 
 namespace braid::env {
 
+enum class ValueKind : std::uint8_t {
+  kText,     // anything (addresses, paths, names checked by their users)
+  kName,     // 1..64 letters, digits or '_' (safe inside file and segment names)
+  kInteger,  // a decimal integer in [min, max]; see multiple_of and power_of_two
+  kNumber,   // a finite decimal number in [min, max]
+  kChoice,   // one of `choices`
+};
+
+struct Allowed {
+  ValueKind kind = ValueKind::kText;
+  double min = 0;  // kInteger, kNumber: inclusive bounds (exact for integers below 2^53)
+  double max = 0;
+  // kChoice: the accepted values, '|'-separated. kInteger / kNumber: values accepted besides
+  // the range, verbatim (BRAID_TIMEOUT's "-1").
+  std::string_view choices = "";
+  long long multiple_of = 0;  // kInteger: 0 means any integer
+  bool power_of_two = false;  // kInteger
+};
+
+constexpr Allowed any_text() { return {}; }
+constexpr Allowed a_name() { return {.kind = ValueKind::kName}; }
+constexpr Allowed integer(double min, double max, long long multiple_of = 0) {
+  return {.kind = ValueKind::kInteger, .min = min, .max = max, .multiple_of = multiple_of};
+}
+constexpr Allowed power_of_two(double min, double max) {
+  return {.kind = ValueKind::kInteger, .min = min, .max = max, .power_of_two = true};
+}
+constexpr Allowed number(double min, double max, std::string_view also = "") {
+  return {.kind = ValueKind::kNumber, .min = min, .max = max, .choices = also};
+}
+constexpr Allowed one_of(std::string_view choices) { return {.kind = ValueKind::kChoice, .choices = choices}; }
+
+inline constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+inline constexpr double kMaxInt = 2147483647.0;
+
 struct Variable {
   std::string_view name;
   std::string_view default_value;  // "" when unset means "not given"
   std::string_view meaning;
+  Allowed allowed = any_text();
 };
 
 // --- braid's own settings -------------------------------------------------------------
-inline constexpr Variable kRank{"BRAID_RANK", "", "this process's rank in the job (set by braid-run)"};
-inline constexpr Variable kWorldSize{"BRAID_WORLD_SIZE", "", "number of ranks in the job (set by braid-run)"};
-inline constexpr Variable kLocalRank{"BRAID_LOCAL_RANK", "", "rank among the processes on this host"};
-inline constexpr Variable kLocalWorldSize{"BRAID_LOCAL_WORLD_SIZE", "", "number of ranks on this host"};
+inline constexpr Variable kRank{"BRAID_RANK", "", "this process's rank in the job (set by braid-run)",
+    integer(0, kMaxInt - 1)};
+inline constexpr Variable kWorldSize{"BRAID_WORLD_SIZE", "", "number of ranks in the job (set by braid-run)",
+    integer(1, kMaxInt)};
+inline constexpr Variable kLocalRank{"BRAID_LOCAL_RANK", "", "rank among the processes on this host",
+    integer(0, kMaxInt - 1)};
+inline constexpr Variable kLocalWorldSize{"BRAID_LOCAL_WORLD_SIZE", "", "number of ranks on this host",
+    integer(1, kMaxInt)};
 inline constexpr Variable kMasterAddr{"BRAID_MASTER_ADDR", "127.0.0.1", "address of rank 0's rendezvous store"};
-inline constexpr Variable kMasterPort{"BRAID_MASTER_PORT", "", "TCP port of rank 0's rendezvous store"};
+inline constexpr Variable kMasterPort{"BRAID_MASTER_PORT", "", "TCP port of rank 0's rendezvous store",
+    integer(1, 65535)};
 inline constexpr Variable kJobToken{"BRAID_JOB_TOKEN", "", "secret every connection must prove (braid-run makes a fresh one)"};
-inline constexpr Variable kJobId{"BRAID_JOB_ID", "", "names this job's shared-memory segments (braid-run removes /dev/shm/braid-<id>-* at exit)"};
-inline constexpr Variable kTimeout{"BRAID_TIMEOUT", "300", "seconds a blocking call waits before it throws braid::Timeout"};
-inline constexpr Variable kPeerTimeout{"BRAID_PEER_TIMEOUT", "8", "seconds after which a TCP peer that stopped answering (unanswered keepalives, unacknowledged data: a cut or black-holed link) counts as lost; 0 leaves it to the kernel (hours)"};
-inline constexpr Variable kTransport{"BRAID_TRANSPORT", "auto", "auto (shm within a host, tcp across), or tcp to force TCP everywhere"};
+inline constexpr Variable kJobId{"BRAID_JOB_ID", "", "names this job's shared-memory segments (braid-run removes /dev/shm/braid-<id>-* at exit)",
+    a_name()};
+inline constexpr Variable kTimeout{"BRAID_TIMEOUT", "300", "seconds a blocking call waits before it throws braid::Timeout; -1 waits forever",
+    number(1e-3, 1e9, "-1")};
+inline constexpr Variable kPeerTimeout{"BRAID_PEER_TIMEOUT", "8", "seconds after which a TCP peer that stopped answering (unanswered keepalives, unacknowledged data: a cut or black-holed link) counts as lost; 0 leaves it to the kernel (hours)",
+    number(0, 86400)};
+inline constexpr Variable kTransport{"BRAID_TRANSPORT", "auto", "auto (shm within a host, tcp across), or tcp to force TCP everywhere",
+    one_of("auto|shm|tcp")};
 inline constexpr Variable kHostId{"BRAID_HOST_ID", "", "host identity; ranks with equal ids use shared memory (default: hostname + boot id)"};
 inline constexpr Variable kBindAddr{"BRAID_BIND_ADDR", "", "address transport listeners bind to and advertise (default: loopback, or the local address that reaches the master when it is not local)"};
-inline constexpr Variable kSpinUs{"BRAID_SPIN_US", "50", "microseconds a waiting rank polls before it sleeps on a futex / poll"};
-inline constexpr Variable kShmRingBytes{"BRAID_SHM_RING_BYTES", "524288", "bytes of each shared-memory ring (one per ordered pair of ranks on a host)"};
-inline constexpr Variable kShmChunkBytes{"BRAID_SHM_CHUNK_BYTES", "32768", "largest piece a shared-memory send publishes at once (pipelining grain)"};
-inline constexpr Variable kShmSliceBytes{"BRAID_SHM_SLICE_BYTES", "131072", "per-rank slice of one round of the shared-memory direct allreduce"};
-inline constexpr Variable kKernels{"BRAID_KERNELS", "auto", "reduction kernels: auto (widest the CPU supports), scalar, avx2 or avx512"};
-inline constexpr Variable kLogLevel{"BRAID_LOG_LEVEL", "warn", "error, warn, info or debug"};
+inline constexpr Variable kSpinUs{"BRAID_SPIN_US", "50", "microseconds a waiting rank polls before it sleeps on a futex / poll",
+    integer(0, 1e6)};
+inline constexpr Variable kShmRingBytes{"BRAID_SHM_RING_BYTES", "524288", "bytes of each shared-memory ring (one per ordered pair of ranks on a host); every rank of a host must agree",
+    power_of_two(4096, kGiB)};
+inline constexpr Variable kShmChunkBytes{"BRAID_SHM_CHUNK_BYTES", "32768", "largest piece a shared-memory send publishes at once (pipelining grain; at most half a ring is used)",
+    integer(4096, kGiB)};
+inline constexpr Variable kShmSliceBytes{"BRAID_SHM_SLICE_BYTES", "131072", "per-rank slice of one round of the shared-memory direct allreduce",
+    integer(64, kGiB, 64)};
+inline constexpr Variable kKernels{"BRAID_KERNELS", "auto", "reduction kernels: auto (widest the CPU supports), scalar, avx2 or avx512",
+    one_of("auto|scalar|avx2|avx512")};
+inline constexpr Variable kLogLevel{"BRAID_LOG_LEVEL", "warn", "error, warn, info or debug",
+    one_of("error|warn|info|debug")};
 // Algorithm selection (collectives/tuner.h); must be equal on every rank of a job.
 inline constexpr Variable kAlgoAllreduce{"BRAID_ALGO_ALLREDUCE", "", "force this allreduce algorithm where it supports the call"};
 inline constexpr Variable kAlgoAllgather{"BRAID_ALGO_ALLGATHER", "", "force this allgather algorithm where it supports the call"};
@@ -45,8 +103,10 @@ inline constexpr Variable kAlgoReduce{"BRAID_ALGO_REDUCE", "", "force this reduc
 inline constexpr Variable kAlgoGather{"BRAID_ALGO_GATHER", "", "force this gather algorithm where it supports the call"};
 inline constexpr Variable kAlgoScatter{"BRAID_ALGO_SCATTER", "", "force this scatter algorithm where it supports the call"};
 inline constexpr Variable kAlgoAlltoall{"BRAID_ALGO_ALLTOALL", "", "force this alltoall algorithm where it supports the call"};
-inline constexpr Variable kCompressHostStriped{"BRAID_COMPRESS_HOST_STRIPED", "auto", "across hosts of equal rank counts, compress only between hosts (fp32 inside): auto (fp16, bf16, int8), 1 (sign too) or 0 (never)"};
-inline constexpr Variable kChecksum{"BRAID_CHECKSUM", "0", "1: compressed payloads carry a CRC32C that every receiver checks (braid::Corrupt on mismatch)"};
+inline constexpr Variable kCompressHostStriped{"BRAID_COMPRESS_HOST_STRIPED", "auto", "across hosts of equal rank counts, compress only between hosts (fp32 inside): auto (fp16, bf16, int8), 1 (sign too) or 0 (never)",
+    one_of("auto|0|1")};
+inline constexpr Variable kChecksum{"BRAID_CHECKSUM", "0", "1: compressed payloads carry a CRC32C that every receiver checks (braid::Corrupt on mismatch)",
+    one_of("0|1")};
 inline constexpr Variable kTuningFile{"BRAID_TUNING_FILE", "", "JSON tuning file (braid-bench --tune) consulted before the built-in table"};
 inline constexpr Variable kTrace{"BRAID_TRACE", "", "directory every rank writes its trace file into (unset: no tracing)"};
 inline constexpr Variable kBlasRestarted{"BRAID_BLAS_RESTARTED", "", "set by braid-train when it restarted itself with OPENBLAS_CORETYPE: the core OpenBLAS had picked (also prevents a second restart)"};
@@ -75,14 +135,26 @@ std::span<const Variable> braid_variables();
 // The foreign launchers' variables braid understands.
 std::span<const Variable> foreign_variables();
 
-// The variable's value if set and non-empty.
+// The variable's value if set and non-empty (unchecked: for kText variables).
 std::optional<std::string> get(const Variable& var);
-// The variable's value, or its default when unset.
+// The variable's value, or its default when unset (unchecked).
 std::string get_or_default(const Variable& var);
 
-// Typed accessors; a malformed value throws braid::InvalidArgument naming the variable.
+// Why `value` is not allowed for `var` ("" when it is): pure, for tests and for check().
+std::string problem(const Variable& var, std::string_view value);
+// What `allowed` accepts, in words ("an integer in [0, 1000000]"); docs/environment.md
+// quotes it verbatim.
+std::string describe(const Allowed& allowed);
+// Throws InvalidArgument naming the variable, its value and what is allowed, if `var` is set
+// to a value outside its declared set.
+void check(const Variable& var);
+// check() for every BRAID_* variable (Communicator::init calls it first).
+void check_all();
+
+// Typed accessors of the value or the default, checked as check() does.
 double get_double(const Variable& var);
 long long get_int(const Variable& var);
 std::optional<long long> get_int_if_set(const Variable& var);
+std::string get_choice(const Variable& var);  // kChoice variables
 
 }  // namespace braid::env

@@ -8,8 +8,16 @@ namespace braid::log {
 
 namespace {
 
+// Logging cannot throw (it runs on error paths), so an unknown level is reported on stderr,
+// once, and warn is used; Communicator::init refuses it outright (env::check_all).
 Level parse_level() {
   std::string text = env::get_or_default(env::kLogLevel);
+  if (std::string problem = env::problem(env::kLogLevel, text); !problem.empty()) {
+    std::string line = fmt::format("braid warn: {}='{}' {}; using warn\n", env::kLogLevel.name, text, problem);
+    ssize_t ignored = ::write(STDERR_FILENO, line.data(), line.size());
+    (void)ignored;
+    return Level::kWarn;
+  }
   if (text == "error") return Level::kError;
   if (text == "info") return Level::kInfo;
   if (text == "debug") return Level::kDebug;

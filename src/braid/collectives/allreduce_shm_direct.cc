@@ -51,7 +51,6 @@ class DirectAllreduce {
     for (std::int64_t k = 0; k < rounds; ++k) {
       const std::int64_t first = k * round_elems_;
       round(base + static_cast<std::uint64_t>(k) + 1, first, std::min(round_elems_, a_.count - first), deadline);
-      if (k == 0) ws_.unlink_once();
     }
     ws_.end(static_cast<std::uint64_t>(rounds));
   }

@@ -49,7 +49,6 @@ void broadcast_rounds(const CollectiveArgs& a, ShmWorkspace& ws) {
       copy_out(data, slot, a.bytes(m));
       ws.publish(ShmPhase::kReduced, g);
     }
-    if (k == 0) ws.unlink_once();
   }
   if (root) ws.wait_for_peers(ShmPhase::kReduced, g, deadline);
   ws.end(static_cast<std::uint64_t>(rounds));

@@ -14,6 +14,8 @@
 #include "braid/comm/work.h"
 #include "braid/transport/fabric.h"
 #include "braid/transport/shm/futex.h"
+#include "braid/transport/shm/segment_names.h"
+#include "braid/transport/shm/shm_budget.h"
 
 namespace braid {
 
@@ -47,15 +49,34 @@ std::size_t segment_bytes(int ranks, std::size_t slice_bytes) {
   return kHeaderBytes + 2 * kSmallSlotBytes + (static_cast<std::size_t>(ranks) + 1) * slice_bytes;
 }
 
+// BRAID_SHM_SLICE_BYTES, range-checked by its env.h declaration and bounded by what the
+// machine can give (one segment per rank of the communicator).
 std::size_t configured_slice_bytes(const Communicator& comm) {
-  const long long bytes = env::get_int(env::kShmSliceBytes);
-  if (bytes < 64 || bytes % 64 != 0 || bytes > (1ll << 30)) {
+  try {
+    const long long bytes = env::get_int(env::kShmSliceBytes);
+    const std::size_t ranks = static_cast<std::size_t>(comm.size());
+    shm::require_shm_demand({.variable = env::kShmSliceBytes.name, .value = bytes,
+                             .total = shm::saturating_product(ranks, segment_bytes(comm.size(), static_cast<std::size_t>(bytes))),
+                             .how = fmt::format("{} ranks x {} slices of {} bytes, plus headers", ranks, ranks + 1, bytes)},
+                            comm.world_rank(comm.rank()), "shm.workspace");
+    return static_cast<std::size_t>(bytes);
+  } catch (const Error&) {
     // Poisons rather than throwing alone: the peers are about to wait for this rank's workspace.
-    comm.fabric().fail(std::make_exception_ptr(InvalidArgument(
-        {.rank = comm.rank(), .op = "shm.workspace"},
-        fmt::format("BRAID_SHM_SLICE_BYTES must be a multiple of 64 in [64, 1 GiB], got {}", bytes))));
+    comm.fabric().fail(std::current_exception());
   }
-  return static_cast<std::size_t>(bytes);
+}
+
+// The set-up messages: sends `mine` to every peer and receives each peer's into theirs[peer].
+template <class T>
+void exchange_with_peers(Communicator& comm, const T& mine, std::vector<T>& theirs, OpKind op, std::int64_t seq) {
+  const Envelope envelope{.op = op, .seq = seq, .dtype = DType::kU8, .bytes = sizeof(T)};
+  std::vector<Work> works;
+  for (int peer = 0; peer < comm.size(); ++peer) {
+    if (peer == comm.rank()) continue;
+    works.push_back(comm.post_collective_recv(&theirs[static_cast<std::size_t>(peer)], envelope, peer));
+    works.push_back(comm.post_collective_send(&mine, envelope, peer));
+  }
+  algorithms::wait_all(works);
 }
 
 }  // namespace
@@ -86,12 +107,28 @@ ShmWorkspace::ShmWorkspace(Communicator& comm, OpKind op, std::int64_t seq)
       slice_bytes_(configured_slice_bytes(comm)),
       timeout_(default_timeout_seconds()),
       quiet_key_{.comm_id = comm.id(), .channel = Channel::kCollective} {
-  auto name_of = [&](int rank) { return fmt::format("/braid-{}-w{:x}-{}", comm.job_id(), comm.id(), rank); };
+  // Whatever ends set-up early (a peer's bad geometry, a segment that cannot be created or
+  // opened) poisons the fabric, so every peer stops waiting for this rank at once.
+  try {
+    set_up(comm, op, seq);
+  } catch (const Error&) {
+    fabric_.fail(std::current_exception());
+  }
+}
+
+void ShmWorkspace::set_up(Communicator& comm, OpKind op, std::int64_t seq) {
+  std::vector<std::string> all_names;
+  for (int r = 0; r < size_; ++r) {
+    all_names.push_back(fmt::format("/braid-{}-w{:x}-{}", comm.job_id(), comm.id(), r));
+    world_ranks_.push_back(comm.world_rank(r));
+  }
+  // Declared before this rank's segment exists: however set-up ends, every name goes (see
+  // segment_names.h), on success once the second exchange proves every rank mapped them all.
+  shm::SegmentNames names(std::move(all_names));
   segments_.resize(static_cast<std::size_t>(size_));
-  for (int r = 0; r < size_; ++r) world_ranks_.push_back(comm.world_rank(r));
   shm::Segment& own = segments_[static_cast<std::size_t>(rank_)];
   static_assert(sizeof(Header) <= kHeaderBytes);
-  own = shm::Segment::create(name_of(rank_), segment_bytes(size_, slice_bytes_));
+  own = shm::Segment::create(names[static_cast<std::size_t>(rank_)], segment_bytes(size_, slice_bytes_));
   auto* h = reinterpret_cast<Header*>(own.data());
   h->magic = kWorkspaceMagic;
   h->version = kWorkspaceVersion;
@@ -101,14 +138,7 @@ ShmWorkspace::ShmWorkspace(Communicator& comm, OpKind op, std::int64_t seq)
   // Tell every peer the segment exists (and its geometry), then map theirs.
   const Geometry mine{static_cast<std::uint64_t>(size_), slice_bytes_};
   std::vector<Geometry> theirs(static_cast<std::size_t>(size_));
-  const Envelope envelope{.op = op, .seq = seq, .dtype = DType::kU8, .bytes = sizeof(Geometry)};
-  std::vector<Work> works;
-  for (int peer = 0; peer < size_; ++peer) {
-    if (peer == rank_) continue;
-    works.push_back(comm.post_collective_recv(&theirs[static_cast<std::size_t>(peer)], envelope, peer));
-    works.push_back(comm.post_collective_send(&mine, envelope, peer));
-  }
-  algorithms::wait_all(works);
+  exchange_with_peers(comm, mine, theirs, op, seq);
   for (int peer = 0; peer < size_; ++peer) {
     if (peer == rank_) continue;
     const Geometry& g = theirs[static_cast<std::size_t>(peer)];
@@ -118,18 +148,18 @@ ShmWorkspace::ShmWorkspace(Communicator& comm, OpKind op, std::int64_t seq)
           fmt::format("shared-memory workspace geometry differs: peer has {} ranks x {} bytes, this rank {} x {} "
                       "(is BRAID_SHM_SLICE_BYTES the same on every rank?)", g.ranks, g.slice_bytes, mine.ranks, mine.slice_bytes))));
     }
-    shm::Segment& s = segments_[static_cast<std::size_t>(peer)] = shm::Segment::open(name_of(peer));
+    shm::Segment& s = segments_[static_cast<std::size_t>(peer)] = shm::Segment::open(names[static_cast<std::size_t>(peer)]);
     const Header* ph = header(peer);
     if (s.size() != segment_bytes(size_, slice_bytes_) || ph->magic != kWorkspaceMagic || ph->version != kWorkspaceVersion) {
       fabric_.fail(std::make_exception_ptr(Corrupt({.rank = world_rank(rank_), .peer = world_rank(peer), .op = "shm.workspace"},
                                                    "peer's shared-memory workspace has a bad size, magic or version")));
     }
   }
+  // Every peer has mapped every segment once it has sent this: the names can go.
+  exchange_with_peers(comm, mine, theirs, op, seq);
 }
 
-ShmWorkspace::~ShmWorkspace() {
-  if (!unlinked_ && !segments_.empty()) shm::Segment::unlink(segments_[static_cast<std::size_t>(rank_)].name());
-}
+ShmWorkspace::~ShmWorkspace() = default;
 
 ShmWorkspace::Header* ShmWorkspace::header(int rank) const {
   return reinterpret_cast<Header*>(segments_[static_cast<std::size_t>(rank)].data());
@@ -194,16 +224,9 @@ void ShmWorkspace::exchange_rounds(std::int64_t rounds, std::size_t half_bytes, 
     wait_for_peers(ShmPhase::kStaged, g, until);
     read(k, offset);
     publish(ShmPhase::kReduced, g);
-    if (k == 0) unlink_once();
   }
   wait_for_peers(ShmPhase::kReduced, g, until);
   end(static_cast<std::uint64_t>(rounds));
-}
-
-void ShmWorkspace::unlink_once() {
-  if (unlinked_) return;
-  shm::Segment::unlink(segments_[static_cast<std::size_t>(rank_)].name());
-  unlinked_ = true;
 }
 
 // Memory order: the progress store and the `sleeping` load are both seq_cst, as are the

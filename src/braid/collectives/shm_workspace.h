@@ -15,7 +15,10 @@
 // Fabric, so a dead or diverged peer raises PeerLost / Timeout instead of a hang.
 //
 // Created on first use (collective over the communicator) and kept as a Communicator
-// attachment; each rank unlinks its segment's name once every peer has mapped it.
+// attachment. Set-up is two message exchanges: "my segment exists" (with its geometry), then
+// "I have mapped every segment"; every name is unlinked after the second, or when set-up
+// fails (shm/segment_names.h), so a healthy job holds no name in /dev/shm after its first
+// shared-memory collective, and a failed one leaves none behind.
 //
 // Thread-safety: used by the one thread running the communicator's collectives.
 #pragma once
@@ -67,8 +70,10 @@ class ShmWorkspace : public CommAttachment {
   static constexpr std::size_t kSmallBytes = 8 << 10;
   static constexpr std::size_t kSignatureBytes = 64;
 
-  // Collective over `comm` (every rank on this host): creates this rank's segment and maps
-  // every peer's. `op` and `seq` name the collective that triggered it, for errors.
+  // Collective over `comm` (every rank on this host): creates this rank's segment, maps every
+  // peer's and unlinks every name. `op` and `seq` name the collective that triggered it, for
+  // errors. Throws (poisoning the fabric) InvalidArgument for a BRAID_SHM_SLICE_BYTES outside
+  // its range or beyond what the machine can give, Mismatch when the ranks disagree on it.
   ShmWorkspace(Communicator& comm, OpKind op, std::int64_t seq);
   ~ShmWorkspace() override;
 
@@ -124,15 +129,14 @@ class ShmWorkspace : public CommAttachment {
   // end() itself.
   using RoundStep = std::function<void(std::int64_t round, std::size_t half_offset)>;
   void exchange_rounds(std::int64_t rounds, std::size_t half_bytes, const RoundStep& stage, const RoundStep& read);
-  // Removes this rank's segment name once every peer is known to have mapped it (any wait
-  // for a peer's progress proves that peer mapped all segments before its round loop).
-  void unlink_once();
 
   // Whether `comm` can use a workspace: more than one rank, all on one host, all over shm.
   static bool usable(const Communicator& comm);
 
  private:
   struct Header;
+  // The body of the constructor: create, exchange, map, exchange again; every name unlinked.
+  void set_up(Communicator& comm, OpKind op, std::int64_t seq);
   Header* header(int rank) const;
   bool peers_reached(ShmPhase phase, std::uint64_t round) const;
   void sleep_until_published(ShmPhase phase, std::uint64_t round, Seconds max_wait);
@@ -154,7 +158,6 @@ class ShmWorkspace : public CommAttachment {
   MatchKey quiet_key_;  // this communicator's collective channel: silent while we wait here
   std::uint64_t round_ = 0;
   std::uint64_t calls_ = 0;
-  bool unlinked_ = false;
 };
 
 }  // namespace braid

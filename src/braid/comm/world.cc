@@ -9,6 +9,7 @@
 #include "braid/base/env.h"
 #include "braid/base/log.h"
 #include "braid/base/random.h"
+#include "braid/bootstrap/refusal.h"
 #include "braid/bootstrap/socket.h"
 #include "braid/transport/shm/shm_transport.h"
 #include "braid/transport/tcp/tcp_transport.h"
@@ -19,11 +20,9 @@ namespace {
 
 enum class TransportMode { kAuto, kTcp };
 
+// "shm" is an old spelling of "auto" (shared memory where ranks share a host).
 TransportMode transport_mode() {
-  std::string text = env::get_or_default(env::kTransport);
-  if (text == "auto" || text == "shm") return TransportMode::kAuto;
-  if (text == "tcp") return TransportMode::kTcp;
-  throw InvalidArgument({.op = "init"}, fmt::format("BRAID_TRANSPORT='{}' is not one of: auto, tcp", text));
+  return env::get_choice(env::kTransport) == "tcp" ? TransportMode::kTcp : TransportMode::kAuto;
 }
 
 // Rank 0's store binds exactly the master address the other ranks dial: it names an interface
@@ -62,10 +61,44 @@ std::string agree_on_job_id(const RankInfo& info, StoreClient& store, Deadline d
   return store.get("job_id", deadline);
 }
 
+std::string host_key(int rank) { return fmt::format("host/{}", rank); }
+
+// How long a rank that refuses its settings tries to reach the store to say so: long enough
+// for rank 0 to start serving it, short enough that the refusal stays prompt.
+constexpr Seconds kTellPeersFor{2.0};
+
+// Publishes why this rank refuses to join in place of its host id (best effort).
+void tell_peers(const RankInfo& info, const Error& refused) noexcept {
+  try {
+    const Deadline deadline = Deadline::after(kTellPeersFor);
+    StoreClient store(info.master_addr, info.master_port, info.job_token, info.rank, deadline);
+    publish_refusal(store, host_key(info.rank), refused, deadline);
+  } catch (...) {  // unreachable: the peers' own timeouts will tell
+  }
+}
+
+// Every BRAID_* setting is checked before this rank takes part in anything (env::check_all), so
+// a rank that refuses one fails at once, and first tells its peers, which then fail at once
+// too, naming it (exchange_host_ids), instead of waiting for it until BRAID_TIMEOUT. Rank 0
+// cannot tell: the store would leave with it, and its peers' store timeout asks whether rank 0
+// runs. The same bad value on every rank (an exported typo) makes every rank fail by itself.
+void check_settings(const RankInfo& info) {
+  try {
+    env::check_all();
+  } catch (const Error& e) {
+    const InvalidArgument refused({.rank = info.rank, .op = "init"}, e.detail());
+    if (info.world_size > 1 && info.rank != 0) tell_peers(info, refused);
+    throw refused;
+  }
+}
+
 std::vector<std::string> exchange_host_ids(const RankInfo& info, StoreClient& store, Deadline deadline) {
-  store.set(fmt::format("host/{}", info.rank), default_host_id());
+  store.set(host_key(info.rank), default_host_id(), deadline);
   std::vector<std::string> ids;
-  for (int r = 0; r < info.world_size; ++r) ids.push_back(store.get(fmt::format("host/{}", r), deadline));
+  for (int r = 0; r < info.world_size; ++r) {
+    ids.push_back(store.get(host_key(r), deadline));
+    throw_if_refused(ids.back(), {.rank = info.rank, .peer = r, .op = "init"}, "settings");
+  }
   return ids;
 }
 
@@ -89,16 +122,15 @@ std::shared_ptr<Fabric> connect_fabric(const RankInfo& info, const Topology& top
   std::vector<std::unique_ptr<Transport>> transports;
   std::vector<int> route(static_cast<std::size_t>(info.world_size), -1);
   if (local.size() > 1) {
+    // Both are range-checked by their env.h declarations; a chunk is at most half a ring, so
+    // that the sender can fill one half while the receiver drains the other.
+    const auto ring_bytes = static_cast<std::size_t>(env::get_int(env::kShmRingBytes));
     shm::ShmOptions options{.rank = info.rank,
                             .local_ranks = local,
                             .job_id = job_id,
-                            .ring_bytes = static_cast<std::size_t>(env::get_int(env::kShmRingBytes)),
-                            .chunk_bytes = static_cast<std::size_t>(env::get_int(env::kShmChunkBytes))};
-    if (options.ring_bytes < 4096 || (options.ring_bytes & (options.ring_bytes - 1)) != 0) {
-      throw InvalidArgument({.rank = info.rank, .op = "init"},
-                            fmt::format("BRAID_SHM_RING_BYTES={} must be a power of two >= 4096", options.ring_bytes));
-    }
-    options.chunk_bytes = std::clamp<std::size_t>(options.chunk_bytes, 4096, options.ring_bytes / 2);
+                            .ring_bytes = ring_bytes,
+                            .chunk_bytes = std::min(static_cast<std::size_t>(env::get_int(env::kShmChunkBytes)),
+                                                    ring_bytes / 2)};
     transports.push_back(shm::ShmTransport::connect(options, store, deadline));
     for (int r : local) route[static_cast<std::size_t>(r)] = static_cast<int>(transports.size() - 1);
   }
@@ -121,6 +153,7 @@ std::shared_ptr<World> World::create() {
   auto world = std::make_shared<World>();
   world->info = discover_rank_info();
   const RankInfo& info = world->info;
+  check_settings(info);
   if (info.world_size == 1) {
     world->topology = Topology({default_host_id()});
     world->fabric = std::make_shared<Fabric>(0, 1, std::vector<std::unique_ptr<Transport>>{}, std::vector<int>{0},

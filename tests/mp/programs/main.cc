@@ -29,6 +29,7 @@ int main(int argc, char** argv) {
       {"compressed", scenario_compressed}, {"compressed-feedback", scenario_compressed_feedback},
       {"compressed-fault", scenario_compressed_fault}, {"compressed-convergence", scenario_compressed_convergence},
       {"gradsync", scenario_gradsync}, {"partition", scenario_partition},
+      {"shm-names-after-setup", scenario_shm_names_after_setup}, {"shm-absent-peer", scenario_shm_absent_peer},
   };
   if (argc < 2 || !scenarios.contains(argv[1])) {
     std::fprintf(stderr, "usage: braid-test-rank SCENARIO [ARGS...]; scenarios:");

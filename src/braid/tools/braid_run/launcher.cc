@@ -1,6 +1,7 @@
 #include "braid/tools/braid_run/launcher.h"
 
 #include <poll.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -215,9 +216,18 @@ void Job::finish() {
   for (RankProcess& rank : ranks_) rank.kill_and_reap();
 }
 
+// Fails before any rank starts when braid-run could not hold every rank's pipes.
+void require_descriptors(const LauncherOptions& options) {
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0) return;  // unknown: the spawns will tell
+  std::string problem = check_descriptor_limit(options, limit.rlim_cur, limit.rlim_max);
+  if (!problem.empty()) throw InvalidArgument({.op = "launch"}, problem);
+}
+
 }  // namespace
 
 int run_job(const LauncherOptions& options) {
+  require_descriptors(options);
   // Declaration order is destruction order reversed: the ranks die before the janitor removes
   // their segments, and signals stay routed to the signalfd until both are done.
   SignalScope signals({SIGINT, SIGTERM, SIGHUP, SIGCHLD, SIGPIPE});

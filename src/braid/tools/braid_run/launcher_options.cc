@@ -1,5 +1,6 @@
 #include "braid/tools/braid_run/launcher_options.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include <CLI/CLI.hpp>
@@ -89,6 +90,24 @@ std::string validate_launcher_options(const LauncherOptions& o) {
     if (std::string problem = validate_env_entry(entry); !problem.empty()) return problem;
   }
   return "";
+}
+
+std::uint64_t descriptors_needed(const LauncherOptions& o) {
+  constexpr std::uint64_t kReserve = 32;
+  const std::uint64_t per_rank = o.prefix_output ? 2 : 0;
+  return kReserve + per_rank * static_cast<std::uint64_t>(std::max(o.num_ranks, 0));
+}
+
+std::string check_descriptor_limit(const LauncherOptions& o, std::uint64_t soft_limit, std::uint64_t hard_limit) {
+  const std::uint64_t need = descriptors_needed(o);
+  if (need <= soft_limit) return "";
+  std::string fix = need <= hard_limit
+                        ? fmt::format("raise it with `ulimit -n {}` (the hard limit allows up to {})", need, hard_limit)
+                        : fmt::format("the hard limit is {}, so raise that first (as root: limits.conf, or LimitNOFILE= "
+                                      "for a systemd service), then `ulimit -n {}`", hard_limit, need);
+  return fmt::format("-n {} needs {} file descriptors in braid-run (2 per rank for the output pipes, plus {}), but its "
+                     "limit (RLIMIT_NOFILE) is {}: {}; or pass --no-prefix (no pipes), or start fewer ranks",
+                     o.num_ranks, need, descriptors_needed(LauncherOptions{.prefix_output = false}), soft_limit, fix);
 }
 
 ParseOutcome parse_launcher_options(std::span<const std::string> args) {

@@ -53,13 +53,9 @@ int main(int argc, char** argv) {
     if (compare_cmd->parsed()) return compare(compare_files);
     braid::train::restart_with_better_blas_core(argv);  // returns when there is nothing better, or no way
     braid::Communicator comm = braid::Communicator::init();
-    try {  // refused before the first step: the command line's fault, exit 2 like CLI11's own errors
-      braid::train::validate(config, comm.size());
-      braid::train::check_output_paths(comm, config);
-    } catch (const braid::InvalidArgument& e) {
-      std::fprintf(stderr, "braid-train: error: %s\n", e.what());
-      return 2;
-    }
+    // Refused before the first step; InvalidArgument is the command line's fault and exits 2.
+    braid::train::validate(config, comm.size());
+    braid::train::check_output_paths(comm, config);
     braid::train::train(comm, config);
     return 0;
   });

@@ -1,5 +1,6 @@
-// The layout of one rank's shared-memory segment: the rank owns (creates, zeroes, unlinks)
-// one segment holding its doorbell, its abort mailbox and one inbound ring per local peer.
+// The layout of one rank's shared-memory segment: the rank owns (creates, zeroes) one segment
+// holding its doorbell, its abort mailbox and one inbound ring per local peer (its name is
+// unlinked at the end of set-up by whichever rank gets there: segment_names.h).
 // Peers map it and write into "their" ring; the owner reads. Offsets are pure arithmetic on
 // (local world size, ring bytes), computed identically by the owner and by every peer.
 //

@@ -7,8 +7,12 @@
 
 #include <fmt/format.h>
 
+#include "braid/base/env.h"
+#include "braid/bootstrap/refusal.h"
 #include "braid/bootstrap/store.h"
 #include "braid/transport/shm/futex.h"
+#include "braid/transport/shm/segment_names.h"
+#include "braid/transport/shm/shm_budget.h"
 
 namespace braid::shm {
 
@@ -65,6 +69,47 @@ std::size_t local_index(const std::vector<int>& local_ranks, int rank) {
   return static_cast<std::size_t>(std::find(local_ranks.begin(), local_ranks.end(), rank) - local_ranks.begin());
 }
 
+std::string describe_geometry(const SegmentLayout& layout) {
+  return fmt::format("{} rings of {} bytes per segment", layout.slots, layout.ring_bytes);
+}
+
+// The host's rings must fit what the machine can give: one segment per local rank.
+void check_budget(const ShmOptions& options, const SegmentLayout& layout) {
+  const std::size_t ranks = options.local_ranks.size();
+  require_shm_demand({.variable = env::kShmRingBytes.name,
+                      .value = static_cast<long long>(layout.ring_bytes),
+                      .total = saturating_product(ranks, layout.total_bytes()),
+                      .how = fmt::format("{} ranks x {} rings of {} bytes, plus headers", ranks, layout.slots,
+                                         layout.ring_bytes)},
+                     options.rank, "shm.connect");
+}
+
+// Stage 0, before any segment exists: every rank of the host publishes its geometry (or why it
+// refuses its settings) and checks every peer's. Disagreement or a refusal therefore ends the
+// set-up with nothing to clean up, even if a launcher SIGTERMs the ranks at once.
+void agree_on_geometry(const ShmOptions& options, const SegmentLayout& layout, StoreClient& store, Deadline deadline) {
+  const int self = options.rank;
+  const std::string key = store_key("geometry", self);
+  try {
+    check_budget(options, layout);
+  } catch (const Error& e) {
+    publish_refusal(store, key, e, deadline);
+    throw;
+  }
+  const std::string mine = describe_geometry(layout);
+  store.set(key, mine, deadline);
+  for (int r : options.local_ranks) {
+    if (r == self) continue;
+    const std::string theirs = store.get(store_key("geometry", r), deadline);
+    ErrorContext ctx{.rank = self, .peer = r, .op = "shm.connect"};
+    throw_if_refused(theirs, ctx, "shared-memory settings");
+    if (theirs != mine) {
+      throw Mismatch(ctx, fmt::format("shared-memory geometry differs: rank {} has {}, this rank {} (is {} the same on "
+                                      "every rank?)", r, theirs, mine, env::kShmRingBytes.name));
+    }
+  }
+}
+
 }  // namespace
 
 ShmTransport::ShmTransport(const ShmOptions& options)
@@ -74,48 +119,58 @@ ShmTransport::~ShmTransport() = default;
 
 std::unique_ptr<ShmTransport> ShmTransport::connect(const ShmOptions& options, StoreClient& store, Deadline deadline) {
   std::unique_ptr<ShmTransport> t(new ShmTransport(options));
+  agree_on_geometry(options, t->layout_, store, deadline);
   const int self = options.rank;
-  std::string own_name = segment_name(options.job_id, self);
-  t->own_segment_ = Segment::create(own_name, t->layout_.total_bytes());
-  SegmentHeader* own = t->own_header();
-  own->magic = kSegmentMagic;
-  own->version = kSegmentVersion;
-  own->owner_rank = self;
-  own->owner_pid = static_cast<std::int32_t>(::getpid());
-  own->slots = static_cast<std::uint32_t>(t->layout_.slots);
-  own->ring_bytes = t->layout_.ring_bytes;
-  own->total_bytes = t->layout_.total_bytes();
-
-  store.set(store_key("created", self), own_name);
+  std::vector<std::string> all_names;
+  for (int r : options.local_ranks) all_names.push_back(segment_name(options.job_id, r));
+  // Declared before the first segment exists: however connect() ends, every name goes.
+  SegmentNames names(std::move(all_names));
+  t->create_own_segment(names[local_index(options.local_ranks, self)]);
+  store.set(store_key("created", self), "1", deadline);
   wait_for_stage(store, "created", options.local_ranks, deadline);
 
-  const std::size_t my_slot = local_index(options.local_ranks, self);
   int max_rank = *std::max_element(options.local_ranks.begin(), options.local_ranks.end());
   t->peer_index_.assign(static_cast<std::size_t>(max_rank) + 1, -1);
   for (int r : options.local_ranks) {
-    if (r == self) continue;
-    auto p = std::make_unique<Peer>(self, r);
-    p->segment = Segment::open(segment_name(options.job_id, r));
-    if (p->segment.size() < sizeof(SegmentHeader)) throw Corrupt({.rank = self, .peer = r, .op = "shm.connect"}, "segment too small");
-    p->header = reinterpret_cast<SegmentHeader*>(p->segment.data());
-    check_peer_segment(*p->header, t->layout_, r, self);
-    std::size_t their_slot = local_index(options.local_ranks, r);
-    p->out = RingWriter(reinterpret_cast<RingControl*>(p->segment.data() + t->layout_.control_offset(my_slot)),
-                        p->segment.data() + t->layout_.ring_offset(my_slot), t->layout_.ring_bytes);
-    std::byte* own_base = t->own_segment_.data();
-    p->in = RingReader(reinterpret_cast<RingControl*>(own_base + t->layout_.control_offset(their_slot)),
-                       own_base + t->layout_.ring_offset(their_slot), t->layout_.ring_bytes);
-    p->process = PeerProcess(p->header->owner_pid);
-    t->peer_index_[static_cast<std::size_t>(r)] = static_cast<int>(t->peers_.size());
-    t->peers_.push_back(std::move(p));
+    if (r != self) t->map_peer(r, names[local_index(options.local_ranks, r)]);
   }
 
-  // Once every peer has mapped this segment, its name is no longer needed: unlinking now
-  // means no exit path, however abrupt, can leave it behind in /dev/shm.
-  store.set(store_key("mapped", self), "1");
+  // Once every peer has mapped every segment, no name is needed any more: `names` unlinks them
+  // all on the way out, so no exit path, however abrupt, can leave one behind in /dev/shm.
+  store.set(store_key("mapped", self), "1", deadline);
   wait_for_stage(store, "mapped", options.local_ranks, deadline);
-  Segment::unlink(own_name);
   return t;
+}
+
+void ShmTransport::create_own_segment(const std::string& name) {
+  own_segment_ = Segment::create(name, layout_.total_bytes());
+  SegmentHeader* own = own_header();
+  own->magic = kSegmentMagic;
+  own->version = kSegmentVersion;
+  own->owner_rank = options_.rank;
+  own->owner_pid = static_cast<std::int32_t>(::getpid());
+  own->slots = static_cast<std::uint32_t>(layout_.slots);
+  own->ring_bytes = layout_.ring_bytes;
+  own->total_bytes = layout_.total_bytes();
+}
+
+void ShmTransport::map_peer(int r, const std::string& name) {
+  const int self = options_.rank;
+  const std::size_t my_slot = local_index(options_.local_ranks, self);
+  const std::size_t their_slot = local_index(options_.local_ranks, r);
+  auto p = std::make_unique<Peer>(self, r);
+  p->segment = Segment::open(name);
+  if (p->segment.size() < sizeof(SegmentHeader)) throw Corrupt({.rank = self, .peer = r, .op = "shm.connect"}, "segment too small");
+  p->header = reinterpret_cast<SegmentHeader*>(p->segment.data());
+  check_peer_segment(*p->header, layout_, r, self);
+  p->out = RingWriter(reinterpret_cast<RingControl*>(p->segment.data() + layout_.control_offset(my_slot)),
+                      p->segment.data() + layout_.ring_offset(my_slot), layout_.ring_bytes);
+  std::byte* own_base = own_segment_.data();
+  p->in = RingReader(reinterpret_cast<RingControl*>(own_base + layout_.control_offset(their_slot)),
+                     own_base + layout_.ring_offset(their_slot), layout_.ring_bytes);
+  p->process = PeerProcess(p->header->owner_pid);
+  peer_index_[static_cast<std::size_t>(r)] = static_cast<int>(peers_.size());
+  peers_.push_back(std::move(p));
 }
 
 SegmentHeader* ShmTransport::own_header() const { return reinterpret_cast<SegmentHeader*>(own_segment_.data()); }

@@ -8,9 +8,10 @@
 // rings that rank's doorbell; a rank that has spun BRAID_SPIN_US without progress sleeps on
 // its own doorbell, so 4 ranks on 2 cores share the CPUs instead of burning them.
 //
-// Segments are unlinked as soon as every local peer has mapped them, so nothing is left in
-// /dev/shm however the job ends afterwards; braid-run removes the rest if a rank dies during
-// setup.
+// Set-up agrees on the geometry (and checks it against the machine's budget, shm_budget.h)
+// before any segment exists, and every name is unlinked as soon as every local peer has mapped
+// it, or when set-up fails (segment_names.h), so nothing is left in /dev/shm whatever started
+// the processes and however the job ends.
 //
 // Thread-safety: see transport.h (everything but sleep() under the Fabric's lock).
 #pragma once
@@ -38,8 +39,8 @@ struct ShmOptions {
   int rank = 0;                 // this process's global rank
   std::vector<int> local_ranks; // global ranks on this host, ascending, including `rank`
   std::string job_id;           // names the segments: /braid-<job_id>-<rank>
-  std::size_t ring_bytes = 512 << 10;
-  std::size_t chunk_bytes = 32 << 10;
+  std::size_t ring_bytes = 512 << 10;  // REQUIRES: a power of two >= 4096 (BRAID_SHM_RING_BYTES)
+  std::size_t chunk_bytes = 32 << 10;  // REQUIRES: <= ring_bytes / 2
 };
 
 // The segment name of `rank` in job `job_id`.
@@ -47,7 +48,9 @@ std::string segment_name(const std::string& job_id, int rank);
 
 class ShmTransport final : public Transport {
  public:
-  // Collective over options.local_ranks (through `store`): create, exchange, map, unlink.
+  // Collective over options.local_ranks (through `store`): agree on the geometry, create,
+  // exchange, map, unlink. Throws InvalidArgument (a rank's settings, or more shared memory
+  // than the machine can give), Mismatch (ranks disagree), Timeout, PeerLost.
   static std::unique_ptr<ShmTransport> connect(const ShmOptions& options, StoreClient& store, Deadline deadline);
   ~ShmTransport() override;
 
@@ -70,6 +73,9 @@ class ShmTransport final : public Transport {
   struct Peer;
   explicit ShmTransport(const ShmOptions& options);
 
+  // Set-up steps of connect(): this rank's segment, then each peer's mapped and wired.
+  void create_own_segment(const std::string& name);
+  void map_peer(int rank, const std::string& name);
   Peer& peer(int rank);
   bool progress_sends(Peer& p);
   bool progress_recvs(Peer& p);
