@@ -89,8 +89,7 @@ TuningRule read_rule(const Reader& reader, const json& object) {
   TuningRule rule{.op = OpKind::kAllreduce};
   const std::string op = reader.text(object, "op");
   if (!parse_tunable_op(op, rule.op)) {
-    reader.fail(fmt::format("unknown op '{}' (allreduce, allgather, reduce_scatter, broadcast, reduce, gather, "
-                            "scatter or alltoall)", op));
+    reader.fail(fmt::format("unknown op '{}' (accepted: {})", op, op_kind_names(tunable_ops())));
   }
   rule.algorithm = reader.text(object, "algorithm");
   if (find_algorithm(rule.op, rule.algorithm) == nullptr) {

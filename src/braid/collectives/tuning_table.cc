@@ -33,13 +33,10 @@ std::vector<std::string_view> TuningTable::matching(const TuningKey& key) const 
 std::span<const OpKind> tunable_ops() { return kTunableOps; }
 
 bool parse_tunable_op(std::string_view name, OpKind& op) {
-  for (OpKind candidate : kTunableOps) {
-    if (op_kind_name(candidate) == name) {
-      op = candidate;
-      return true;
-    }
-  }
-  return false;
+  std::optional<OpKind> found = find_op_kind(name);
+  if (!found || std::find(kTunableOps.begin(), kTunableOps.end(), *found) == kTunableOps.end()) return false;
+  op = *found;
+  return true;
 }
 
 std::uint64_t geometric_boundary(std::uint64_t a, std::uint64_t b) {

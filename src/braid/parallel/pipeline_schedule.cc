@@ -2,9 +2,8 @@
 
 #include <fmt/format.h>
 
-#include <charconv>
-
 #include "braid/base/error.h"
+#include "braid/base/vocabulary.h"
 
 namespace braid::parallel {
 namespace {
@@ -12,7 +11,7 @@ namespace {
 // Generous bounds that keep every count and message tag far from int overflow.
 constexpr int kMaxStages = 4096;
 constexpr int kMaxMicrobatches = 1 << 16;
-constexpr int kMaxChunks = 64;
+constexpr int kMaxChunks = kMaxPipelineChunks;
 
 [[noreturn]] void invalid(const std::string& detail) { throw InvalidArgument({}, detail); }
 
@@ -22,31 +21,19 @@ void check_range(const char* field, int value, int max) {
 
 }  // namespace
 
-ParsedKind parse_schedule_kind(std::string_view text) {
-  if (text == "gpipe") return {ScheduleKind::kGPipe, 1};
-  if (text == "1f1b") return {ScheduleKind::k1F1B, 1};
-  if (text == "zb1") return {ScheduleKind::kZeroBubbleH1, 1};
-  constexpr std::string_view kInterleaved = "interleaved:";
-  if (text.starts_with(kInterleaved)) {
-    std::string_view digits = text.substr(kInterleaved.size());
-    int chunks = 0;
-    auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), chunks);
-    if (ec == std::errc() && end == digits.data() + digits.size() && chunks >= 1 && chunks <= kMaxChunks) {
-      return {ScheduleKind::kInterleaved1F1B, chunks};
-    }
-    invalid(fmt::format("schedule '{}': V in interleaved:V must be an integer in 1..{}", text, kMaxChunks));
+ParsedKind parse_schedule_kind(std::string_view text, std::string_view field) {
+  const PipelineScheduleName name = parse_pipeline_schedule(text, field);
+  // A schedule is a value: an interleaved one needs its chunk count, here from its name.
+  if (name.kind == ScheduleKind::kInterleaved1F1B && !name.chunks) {
+    invalid(fmt::format("{}schedule '{}': say how many chunks per stage, interleaved:V with V in 1..{}",
+                        field_prefix(field), text, kMaxChunks));
   }
-  invalid(fmt::format("unknown schedule '{}'; expected gpipe, 1f1b, interleaved:V or zb1", text));
+  return {name.kind, name.chunks.value_or(1)};
 }
 
 std::string schedule_name(const ScheduleSpec& spec) {
-  switch (spec.kind) {
-    case ScheduleKind::kGPipe: return "gpipe";
-    case ScheduleKind::k1F1B: return "1f1b";
-    case ScheduleKind::kInterleaved1F1B: return fmt::format("interleaved:{}", spec.chunks);
-    case ScheduleKind::kZeroBubbleH1: return "zb1";
-  }
-  return "?";
+  const bool interleaved = spec.kind == ScheduleKind::kInterleaved1F1B;
+  return pipeline_schedule_name(spec.kind, interleaved ? std::optional<int>(spec.chunks) : std::nullopt);
 }
 
 void check_schedule_spec(const ScheduleSpec& spec) {

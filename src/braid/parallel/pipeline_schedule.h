@@ -15,7 +15,7 @@
 //                  (Megatron-LM raises "number of microbatches is not divisible by pipeline-
 //                  parallel size when using interleaved schedule": its schedule walks the
 //                  micro-batches in groups of p per chunk). V = 1 is plain 1f1b.
-//   zb1            ZB-H1 (Qi et al., "Zero Bubble Pipeline Parallelism", ICLR 2024): backward
+//   zb1 (zb-h1)    ZB-H1 (Qi et al., "Zero Bubble Pipeline Parallelism", ICLR 2024): backward
 //                  split into I (input gradient, on the critical path) and W (weight gradient,
 //                  deferrable); W passes fill what would be bubbles, with no stage holding more
 //                  than p micro-batches' activations (1F1B's peak). v = 1 only. Any m >= 1.
@@ -25,11 +25,14 @@
 #include <string_view>
 #include <vector>
 
+#include "braid/base/pipeline_schedule_kind.h"
 #include "braid/parallel/pipeline_action.h"
 
 namespace braid::parallel {
 
-enum class ScheduleKind { kGPipe, k1F1B, kInterleaved1F1B, kZeroBubbleH1 };
+// The kinds and their names are braid's one schedule vocabulary (base/pipeline_schedule_kind.h),
+// shared with the planner and the tools.
+using ScheduleKind = PipelineScheduleKind;
 
 struct ScheduleSpec {
   ScheduleKind kind = ScheduleKind::k1F1B;
@@ -47,13 +50,15 @@ struct Schedule {
   int virtual_stages() const { return spec.stages * spec.chunks; }
 };
 
-// Parses "gpipe", "1f1b", "interleaved:V" (V >= 1) and "zb1" into a kind and a chunk count.
-// Throws InvalidArgument naming the text and the accepted forms.
+// Parses "gpipe", "1f1b", "interleaved:V" (1 <= V <= 64) and "zb1" (alias "zb-h1") into a
+// kind and a chunk count with braid's one schedule parser (parse_pipeline_schedule); a bare
+// "interleaved" is refused, having no V. Throws InvalidArgument naming the text and the
+// accepted forms.
 struct ParsedKind {
   ScheduleKind kind;
   int chunks = 1;
 };
-ParsedKind parse_schedule_kind(std::string_view text);
+ParsedKind parse_schedule_kind(std::string_view text, std::string_view field = {});
 // "gpipe", "1f1b", "interleaved:2", "zb1" (round-trips through parse_schedule_kind).
 std::string schedule_name(const ScheduleSpec& spec);
 

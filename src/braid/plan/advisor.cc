@@ -35,7 +35,7 @@ void expand(const AdviseInput& in, Layout base, std::vector<Candidate>& out) {
           Layout l = base;
           l.zero = zero, l.schedule = schedule, l.recompute = recompute, l.compression = compression;
           l.sequence_parallel = l.tp > 1;
-          l.chunks = schedule == Schedule::kInterleaved ? in.interleave_chunks : 1;
+          l.chunks = schedule == Schedule::kInterleaved1F1B ? in.interleave_chunks : 1;
           try {
             StepEstimate step = estimate_step(in.model, in.cluster, l, in.options);
             std::vector<Finding> findings = check_rules(in.model, in.cluster, step, in.options);

@@ -17,7 +17,7 @@ struct AdviseInput {
   int global_batch = 512;  // sequences per iteration
   int micro_batch = 1;
   std::vector<int> zero_stages{0, 1, 2, 3};
-  std::vector<Schedule> schedules{Schedule::kOneFOneB, Schedule::kInterleaved};
+  std::vector<Schedule> schedules{Schedule::k1F1B, Schedule::kInterleaved1F1B};
   std::vector<Recompute> recompute{Recompute::kNone, Recompute::kSelective, Recompute::kFull};
   std::vector<CompressionSpec> compressions{CompressionSpec{}};
   int interleave_chunks = 2;

@@ -18,15 +18,14 @@
 #include <string_view>
 #include <vector>
 
+#include "braid/base/pipeline_schedule_kind.h"
 #include "braid/plan/estimate.h"
 
 namespace braid::plan {
 
-enum class Schedule { kGpipe, kOneFOneB, kInterleaved, kZbH1 };
-
-const char* schedule_name(Schedule schedule);  // "gpipe", "1f1b", "interleaved", "zb-h1"
-Schedule parse_schedule(std::string_view name, std::string_view field = "schedule");
-std::vector<Schedule> all_schedules();
+// The schedules, their names and their parser are braid's one schedule vocabulary
+// (base/pipeline_schedule_kind.h), shared with parallel/ and the tools.
+using Schedule = PipelineScheduleKind;
 
 struct BubbleInput {
   int stages = 4;        // p

@@ -20,7 +20,7 @@ CostCoefficients coefficients_of(Op op, Algorithm algorithm, int ranks) {
   if (!c) {
     fail(fmt::format("the cost model has no single-link formula for {} with algorithm {}; calibrate it as "
                      "ring, tree, recursive_doubling or rabenseifner",
-                     op_name(op), algorithm_name(algorithm)));
+                     op_kind_name(op), algorithm_name(algorithm)));
   }
   return *c;
 }

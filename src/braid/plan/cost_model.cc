@@ -1,6 +1,7 @@
 #include "braid/plan/cost_model.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 
 #include <fmt/format.h>
@@ -10,17 +11,16 @@
 
 namespace braid::plan {
 
-const char* op_name(Op op) {
-  switch (op) {
-    case Op::kAllreduce: return "allreduce";
-    case Op::kReduceScatter: return "reduce_scatter";
-    case Op::kAllgather: return "allgather";
-    case Op::kBroadcast: return "broadcast";
-    case Op::kAlltoall: return "alltoall";
-    case Op::kSendRecv: return "sendrecv";
-  }
-  return "?";
-}
+namespace {
+
+constexpr std::array kModelledOps{Op::kAllreduce, Op::kReduceScatter, Op::kAllgather,
+                                  Op::kBroadcast, Op::kAlltoall,      Op::kSendRecv};
+
+}  // namespace
+
+std::span<const Op> modelled_ops() { return kModelledOps; }
+
+Op parse_op(std::string_view name, std::string_view field) { return parse_op_kind(name, field, modelled_ops()); }
 
 const char* algorithm_name(Algorithm algo) {
   switch (algo) {
@@ -40,16 +40,6 @@ std::vector<Algorithm> all_algorithms() {
 }
 
 bool is_two_level(Algorithm algo) { return algo == Algorithm::kHierarchical || algo == Algorithm::kHostStriped; }
-
-Op parse_op(std::string_view name, std::string_view field) {
-  for (Op op : {Op::kAllreduce, Op::kReduceScatter, Op::kAllgather, Op::kBroadcast, Op::kAlltoall, Op::kSendRecv}) {
-    if (name == op_name(op)) return op;
-  }
-  throw InvalidArgument({.op = "braid-plan"},
-                        fmt::format("{}: unknown operation '{}' (allreduce, reduce_scatter, allgather, broadcast, "
-                                    "alltoall, sendrecv)",
-                                    field, name));
-}
 
 Algorithm parse_algorithm(std::string_view name, std::string_view field) {
   if (name == "recursive-doubling" || name == "rd") return Algorithm::kRecursiveDoubling;
@@ -129,6 +119,13 @@ std::optional<CostCoefficients> cost_coefficients(Op op, Algorithm algo, int ran
     case Op::kSendRecv:
       if (algo == Algorithm::kRing) return CostCoefficients{1, 1, 0, "alpha + S beta"};
       return std::nullopt;
+    case Op::kBarrier:
+    case Op::kSplit:
+    case Op::kReduce:
+    case Op::kAlltoallv:
+    case Op::kGather:
+    case Op::kScatter:
+      return std::nullopt;  // not priced (modelled_ops())
   }
   return std::nullopt;
 }

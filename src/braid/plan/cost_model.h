@@ -13,21 +13,27 @@
 #pragma once
 
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "braid/base/op_kind.h"
 #include "braid/plan/estimate.h"
 #include "braid/plan/link_presets.h"
 
 namespace braid::plan {
 
-enum class Op { kAllreduce, kReduceScatter, kAllgather, kBroadcast, kAlltoall, kSendRecv };
+// The operations are braid's one vocabulary of them (base/op_kind.h: the wire envelope's,
+// the tools'); the model prices modelled_ops() and has no coefficients for the others.
+using Op = OpKind;
 enum class Algorithm { kRing, kTree, kRecursiveDoubling, kRabenseifner, kHierarchical, kHostStriped };
 
-const char* op_name(Op op);                 // "allreduce", "reduce_scatter", ...
 // "ring", "tree", "recursive_doubling", "rabenseifner", "hierarchical", "host_striped"
 const char* algorithm_name(Algorithm algo);
+// allreduce, reduce_scatter, allgather, broadcast, alltoall, send/recv.
+std::span<const Op> modelled_ops();
+// parse_op_kind(name, field, modelled_ops()): a name (or alias) of a priced operation.
 Op parse_op(std::string_view name, std::string_view field = "op");
 Algorithm parse_algorithm(std::string_view name, std::string_view field = "algorithm");
 std::vector<Algorithm> all_algorithms();
@@ -43,7 +49,7 @@ struct CostCoefficients {
 };
 
 // The coefficients of one flat (single-link) algorithm, or nullopt when it does not implement
-// `op` (e.g. Rabenseifner broadcast). REQUIRES: n >= 1.
+// `op` (e.g. Rabenseifner broadcast, or an op outside modelled_ops()). REQUIRES: n >= 1.
 std::optional<CostCoefficients> cost_coefficients(Op op, Algorithm algo, int n);
 
 struct CollectiveInput {

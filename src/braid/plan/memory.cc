@@ -103,9 +103,9 @@ Estimates activation_memory(const ActivationInput& in) {
   PerLayer f = per_layer_factor(in);
   const double sbh = in.seq * in.micro_batch * in.hidden;
   const double per_layer = sbh * f.factor * in.bytes / 2;
-  double in_flight = in.schedule == Schedule::kGpipe ? in.microbatches : std::min(in.pp, in.microbatches);
+  double in_flight = in.schedule == Schedule::kGPipe ? in.microbatches : std::min(in.pp, in.microbatches);
   std::string flight_text = num(in_flight);
-  if (in.schedule == Schedule::kInterleaved && in.pp > 1) {
+  if (in.schedule == Schedule::kInterleaved1F1B && in.pp > 1) {
     in_flight *= 1 + (in.pp - 1.0) / (static_cast<double>(in.pp) * in.chunks);
     flight_text = fmt::format("{} x (1 + ({}-1)/({} x {}))", std::min(in.pp, in.microbatches), in.pp, in.pp, in.chunks);
   }

@@ -48,7 +48,7 @@ struct ActivationInput {
   int tp = 1, pp = 1, microbatches = 1, chunks = 1;
   bool sequence_parallel = false;
   Recompute recompute = Recompute::kNone;
-  Schedule schedule = Schedule::kOneFOneB;
+  Schedule schedule = Schedule::k1F1B;
   double bytes = 2;  // activation precision; the paper's constants are for 2
 };
 // "activation_bytes_per_layer" and "activation_bytes" (the first stage's peak).

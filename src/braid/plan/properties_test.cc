@@ -30,12 +30,12 @@ TEST(PropertiesTest, RingVolumesScaleAsNMinusOneOverN) {
 }
 
 TEST(PropertiesTest, BubbleFallsWithMicrobatches) {
-  for (Schedule schedule : all_schedules()) {
+  for (Schedule schedule : all_pipeline_schedule_kinds()) {
     for (int p : {2, 4, 8, 16}) {
       double previous = 1;
       for (int m = p; m <= 64 * p; m += p) {
         const double b = bubble_fraction(schedule, {.stages = p, .microbatches = m, .chunks = 2});
-        EXPECT_LT(b, previous) << schedule_name(schedule) << " p=" << p << " m=" << m;
+        EXPECT_LT(b, previous) << pipeline_schedule_kind_name(schedule) << " p=" << p << " m=" << m;
         EXPECT_GT(b, 0);
         previous = b;
       }
@@ -46,10 +46,10 @@ TEST(PropertiesTest, BubbleFallsWithMicrobatches) {
 TEST(PropertiesTest, BubbleOrderingOfSchedules) {
   for (int p : {2, 4, 8}) {
     BubbleInput in{.stages = p, .microbatches = 2 * p, .chunks = 2};
-    const double one = bubble_fraction(Schedule::kOneFOneB, in);
-    EXPECT_DOUBLE_EQ(bubble_fraction(Schedule::kGpipe, in), one);
-    EXPECT_LT(bubble_fraction(Schedule::kInterleaved, in), one);
-    EXPECT_LT(bubble_fraction(Schedule::kZbH1, in), one);
+    const double one = bubble_fraction(Schedule::k1F1B, in);
+    EXPECT_DOUBLE_EQ(bubble_fraction(Schedule::kGPipe, in), one);
+    EXPECT_LT(bubble_fraction(Schedule::kInterleaved1F1B, in), one);
+    EXPECT_LT(bubble_fraction(Schedule::kZeroBubbleH1, in), one);
   }
 }
 
@@ -96,7 +96,7 @@ TEST(PropertiesTest, RecomputationAndSequenceParallelismSaveMemory) {
   // 1F1B's first stage holds p micro-batches of L/p layers: L layers' worth, whatever p is.
   const double per_layer = value(activation_memory(in), "activation_bytes_per_layer");
   EXPECT_DOUBLE_EQ(value(activation_memory(in), "activation_bytes"), per_layer * 80);
-  in.schedule = Schedule::kGpipe;
+  in.schedule = Schedule::kGPipe;
   EXPECT_DOUBLE_EQ(value(activation_memory(in), "activation_bytes"), per_layer * 20 * 16);
 }
 
@@ -116,8 +116,8 @@ TEST(PropertiesTest, BadShapesAreRejected) {
   EXPECT_THROW(ring_allreduce_bytes(-1, 4), InvalidArgument);
   EXPECT_THROW(ring_allreduce_bytes(1, 0), InvalidArgument);
   EXPECT_THROW(zero_bytes(4, 1e9, 2, 8, 1), InvalidArgument);
-  EXPECT_THROW(bubble_fraction(Schedule::kOneFOneB, {.stages = 0, .microbatches = 4}), InvalidArgument);
-  EXPECT_THROW(bubble_fraction(Schedule::kInterleaved, {.stages = 4, .microbatches = 6, .chunks = 2}), InvalidArgument);
+  EXPECT_THROW(bubble_fraction(Schedule::k1F1B, {.stages = 0, .microbatches = 4}), InvalidArgument);
+  EXPECT_THROW(bubble_fraction(Schedule::kInterleaved1F1B, {.stages = 4, .microbatches = 6, .chunks = 2}), InvalidArgument);
   EXPECT_THROW(kv_cache({.kv_heads = 8, .tp = 3}), InvalidArgument);
   EXPECT_THROW(activation_memory({.layers = 4, .pp = 8}), InvalidArgument);
 }

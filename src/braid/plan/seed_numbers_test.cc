@@ -105,22 +105,22 @@ TEST(SeedNumbersTest, TensorParallelAllreduces) {
 // seeds/000 and 004 2.4: bubble = (p-1)/(m+p-1); interleaving divides it by v; p <= m/2 keeps it
 // under 33%; p >> m drives it towards 100%.
 TEST(SeedNumbersTest, BubbleFormula) {
-  EXPECT_DOUBLE_EQ(bubble_fraction(Schedule::kOneFOneB, {.stages = 4, .microbatches = 8}), 3.0 / 11);
-  EXPECT_DOUBLE_EQ(bubble_fraction(Schedule::kGpipe, {.stages = 4, .microbatches = 8}), 3.0 / 11);
-  EXPECT_DOUBLE_EQ(bubble_fraction(Schedule::kOneFOneB, {.stages = 8, .microbatches = 16}), 7.0 / 23);
-  EXPECT_DOUBLE_EQ(bubble_fraction(Schedule::kOneFOneB, {.stages = 1, .microbatches = 8}), 0);
-  EXPECT_GT(bubble_fraction(Schedule::kOneFOneB, {.stages = 64, .microbatches = 1}), 0.98);
+  EXPECT_DOUBLE_EQ(bubble_fraction(Schedule::k1F1B, {.stages = 4, .microbatches = 8}), 3.0 / 11);
+  EXPECT_DOUBLE_EQ(bubble_fraction(Schedule::kGPipe, {.stages = 4, .microbatches = 8}), 3.0 / 11);
+  EXPECT_DOUBLE_EQ(bubble_fraction(Schedule::k1F1B, {.stages = 8, .microbatches = 16}), 7.0 / 23);
+  EXPECT_DOUBLE_EQ(bubble_fraction(Schedule::k1F1B, {.stages = 1, .microbatches = 8}), 0);
+  EXPECT_GT(bubble_fraction(Schedule::k1F1B, {.stages = 64, .microbatches = 1}), 0.98);
   for (int p = 2; p <= 64; ++p) {
-    EXPECT_LT(bubble_fraction(Schedule::kOneFOneB, {.stages = p, .microbatches = 2 * p}), 1.0 / 3) << p;
+    EXPECT_LT(bubble_fraction(Schedule::k1F1B, {.stages = p, .microbatches = 2 * p}), 1.0 / 3) << p;
   }
-  const double one = value(pipeline_bubble(Schedule::kOneFOneB, {.stages = 4, .microbatches = 8}), "bubble_over_ideal");
-  const double two = value(pipeline_bubble(Schedule::kInterleaved, {.stages = 4, .microbatches = 8, .chunks = 2}),
+  const double one = value(pipeline_bubble(Schedule::k1F1B, {.stages = 4, .microbatches = 8}), "bubble_over_ideal");
+  const double two = value(pipeline_bubble(Schedule::kInterleaved1F1B, {.stages = 4, .microbatches = 8, .chunks = 2}),
                            "bubble_over_ideal");
   EXPECT_DOUBLE_EQ(two, one / 2);
-  EXPECT_DOUBLE_EQ(bubble_fraction(Schedule::kInterleaved, {.stages = 4, .microbatches = 8, .chunks = 2}),
+  EXPECT_DOUBLE_EQ(bubble_fraction(Schedule::kInterleaved1F1B, {.stages = 4, .microbatches = 8, .chunks = 2}),
                    3.0 / (2 * 8 + 3));
   // ZB-H1 with F = B = W: one third of 1F1B's bubble time.
-  const double zb = value(pipeline_bubble(Schedule::kZbH1, {.stages = 4, .microbatches = 8}), "bubble_over_ideal");
+  const double zb = value(pipeline_bubble(Schedule::kZeroBubbleH1, {.stages = 4, .microbatches = 8}), "bubble_over_ideal");
   EXPECT_DOUBLE_EQ(zb, one / 3);
 }
 

@@ -100,7 +100,7 @@ void validate_layout(const ModelSpec& model, const ClusterSpec& c, const Layout&
     invalid(fmt::format("dp x tp x pp = {} x {} x {} = {} must equal the cluster's {} devices ({} nodes x {})", l.dp,
                         l.tp, l.pp, static_cast<long long>(l.dp) * l.tp * l.pp, c.world(), c.nodes, c.devices_per_node));
   }
-  if (l.schedule == Schedule::kInterleaved) {
+  if (l.schedule == Schedule::kInterleaved1F1B) {
     if (model.layers % (l.pp * l.chunks) != 0) {
       invalid(fmt::format("interleaved: layers = {} must be a multiple of pp x chunks = {}", model.layers,
                           l.pp * l.chunks));
@@ -148,7 +148,7 @@ StepEstimate estimate_step(const ModelSpec& model, const ClusterSpec& c, const L
     bubble_estimate = find_estimate(
         pipeline_bubble(l.schedule, {.stages = l.pp, .microbatches = l.microbatches, .chunks = l.chunks}),
         "bubble_fraction");
-    bubble_estimate.formula += fmt::format("  [{}]", schedule_name(l.schedule));
+    bubble_estimate.formula += fmt::format("  [{}]", pipeline_schedule_kind_name(l.schedule));
   }
   const double bubble = bubble_estimate.value;
   const double t_pipeline = l.microbatches * t_mb / (1 - bubble);

@@ -43,7 +43,7 @@ struct Layout {
   int chunks = 1;         // v, interleaved schedule
   bool sequence_parallel = false;
   Recompute recompute = Recompute::kNone;
-  Schedule schedule = Schedule::kOneFOneB;
+  Schedule schedule = Schedule::k1F1B;
   CompressionSpec compression;
 };
 

@@ -38,7 +38,7 @@ TEST(StepModelTest, LayoutValidationNamesTheField) {
   EXPECT_NE(error_of(m, ClusterSpec{.nodes = 8, .devices_per_node = 8}, {.dp = 1, .tp = 1, .pp = 64}).find("pp = 64"),
             std::string::npos);
   EXPECT_NE(error_of(m, c, {.dp = 8, .zero = 4}).find("zero = 4 is out of range [0, 3]"), std::string::npos);
-  EXPECT_NE(error_of(m, c, {.dp = 2, .pp = 4, .microbatches = 6, .chunks = 2, .schedule = Schedule::kInterleaved})
+  EXPECT_NE(error_of(m, c, {.dp = 2, .pp = 4, .microbatches = 6, .chunks = 2, .schedule = Schedule::kInterleaved1F1B})
                 .find("multiple of pp"),
             std::string::npos);
 }

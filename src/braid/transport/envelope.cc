@@ -6,34 +6,6 @@
 
 namespace braid {
 
-std::string_view op_kind_name(OpKind op) {
-  switch (op) {
-    case OpKind::kSendRecv: return "send/recv";
-    case OpKind::kBarrier: return "barrier";
-    case OpKind::kSplit: return "split";
-    case OpKind::kAllreduce: return "allreduce";
-    case OpKind::kReduceScatter: return "reduce_scatter";
-    case OpKind::kAllgather: return "allgather";
-    case OpKind::kBroadcast: return "broadcast";
-    case OpKind::kReduce: return "reduce";
-    case OpKind::kAlltoall: return "alltoall";
-    case OpKind::kAlltoallv: return "alltoallv";
-    case OpKind::kGather: return "gather";
-    case OpKind::kScatter: return "scatter";
-  }
-  return "unknown";
-}
-
-bool is_valid_op_kind(std::uint8_t raw) { return raw >= 1 && raw <= 12; }
-
-bool is_reducing(OpKind op) {
-  return op == OpKind::kAllreduce || op == OpKind::kReduceScatter || op == OpKind::kReduce;
-}
-
-bool is_rooted(OpKind op) {
-  return op == OpKind::kBroadcast || op == OpKind::kReduce || op == OpKind::kGather || op == OpKind::kScatter;
-}
-
 namespace {
 
 std::string algorithm_text(std::uint8_t algorithm) {

@@ -10,32 +10,10 @@
 #include <string_view>
 
 #include "braid/base/dtype.h"
+#include "braid/base/op_kind.h"  // OpKind: the operation a message belongs to
 #include "braid/base/reduce_op.h"
 
 namespace braid {
-
-// The operation a message belongs to. Values are part of the wire format: never renumber.
-enum class OpKind : std::uint8_t {
-  kSendRecv = 1,  // user point-to-point
-  kBarrier = 2,
-  kSplit = 3,
-  kAllreduce = 4,
-  kReduceScatter = 5,
-  kAllgather = 6,
-  kBroadcast = 7,
-  kReduce = 8,
-  kAlltoall = 9,
-  kAlltoallv = 10,
-  kGather = 11,
-  kScatter = 12,
-};
-
-std::string_view op_kind_name(OpKind op);
-bool is_valid_op_kind(std::uint8_t raw);
-// Operations whose calls name a reduction op (allreduce, reduce_scatter, reduce) and a root
-// (broadcast, reduce, gather, scatter): only their envelopes carry those fields.
-bool is_reducing(OpKind op);
-bool is_rooted(OpKind op);
 
 // Messages of user point-to-point calls and of collectives travel in separate matching spaces,
 // so a user tag can never be confused with a collective's internal traffic.

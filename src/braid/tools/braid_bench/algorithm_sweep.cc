@@ -113,7 +113,7 @@ AlgorithmSweep run_algorithm_sweep(Communicator& comm, const CollectiveSpec& spe
   const ReduceOp op = options.op();
   const std::size_t elem = dtype_size(dtype);
   const int n = comm.size();
-  AlgorithmSweep sweep{.name = spec.name, .op = spec.op, .algorithms = algorithms};
+  AlgorithmSweep sweep{.name = spec.name(), .op = spec.op, .algorithms = algorithms};
   const std::vector<std::uint64_t> sizes = size_sweep(options, elem);
   for (std::uint64_t requested : sizes) {
     sweep.counts.push_back(spec.count_for(requested, n, elem));

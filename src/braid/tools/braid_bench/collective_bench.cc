@@ -20,7 +20,7 @@ struct MemcpyReference {
 
 ResultTable make_table(const CollectiveSpec& spec, Communicator& comm, const SweepOptions& options,
                        const MemcpyReference& reference) {
-  ResultTable table(spec.name, {{"size", 12}, {"count", 11}, {"type", 5}, {"redop", 6}, {"time(us)", 11, 1},
+  ResultTable table(spec.name(), {{"size", 12}, {"count", 11}, {"type", 5}, {"redop", 6}, {"time(us)", 11, 1},
                                 {"algbw(GB/s)", 12, 2}, {"busbw(GB/s)", 12, 2}, {"#wrong", 7}});
   std::string algorithm = options.algorithm.empty() ? "default" : options.algorithm;
   table.set_meta("ranks", comm.size());
@@ -28,7 +28,7 @@ ResultTable make_table(const CollectiveSpec& spec, Communicator& comm, const Swe
   table.set_meta("memcpy_gbs", reference.one_thread_gbs);
   table.set_meta("memcpy_every_rank_gbs", reference.every_rank_gbs);
   if (comm.rank() == 0) {
-    table.print_comment(fmt::format("braid-bench {}: {} ranks, algorithm {}, out-of-place", spec.name, comm.size(), algorithm));
+    table.print_comment(fmt::format("braid-bench {}: {} ranks, algorithm {}, out-of-place", spec.name(), comm.size(), algorithm));
     table.print_comment(one_thread_memcpy_line(reference.one_thread_gbs));
     table.print_comment(every_rank_memcpy_line(reference.every_rank_gbs));
     table.print_comment(fmt::format("time = slowest rank, median of {} batches; busbw = algbw * {:.3f}", options.repeats,

@@ -27,8 +27,7 @@ struct CollectiveCall {
 };
 
 struct CollectiveSpec {
-  std::string name;          // "allreduce"
-  OpKind op = OpKind::kAllreduce;  // its algorithms in the registry (--tune, --plot)
+  OpKind op = OpKind::kAllreduce;  // its subcommand's name, and its algorithms in the registry (--tune, --plot)
   bool reduces = false;      // prints the redop column's value, else "none"
   // busbw = algbw * factor(n) (nccl-tests' factors).
   std::function<double(int n)> busbw_factor;
@@ -49,6 +48,9 @@ struct CollectiveSpec {
   // How many elements of it to check on `rank` (default: recv_elements), for rooted
   // operations whose non-root ranks receive nothing.
   std::function<std::int64_t(std::int64_t count, int n, int rank)> result_elements;
+
+  // "allreduce": the operation's name (base/op_kind.h), which is its subcommand.
+  std::string name() const { return std::string(op_kind_name(op)); }
 };
 
 // Runs the sweep; returns the process exit status (1 if any result was wrong).

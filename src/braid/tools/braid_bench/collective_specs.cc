@@ -9,7 +9,6 @@ namespace {
 
 CollectiveSpec allreduce_spec() {
   CollectiveSpec spec;
-  spec.name = "allreduce";
   spec.op = OpKind::kAllreduce;
   spec.reduces = true;
   spec.busbw_factor = [](int n) { return 2.0 * (n - 1) / n; };
@@ -28,7 +27,6 @@ CollectiveSpec allreduce_spec() {
 // nccl-tests' all_gather size: the whole gathered buffer; each rank contributes size / n.
 CollectiveSpec allgather_spec() {
   CollectiveSpec spec;
-  spec.name = "allgather";
   spec.op = OpKind::kAllgather;
   spec.busbw_factor = [](int n) { return static_cast<double>(n - 1) / n; };
   spec.count_for = [](std::uint64_t bytes, int n, std::size_t elem) { return static_cast<std::int64_t>(bytes / elem) / n; };
@@ -46,7 +44,6 @@ CollectiveSpec allgather_spec() {
 // nccl-tests' reduce_scatter size: each rank's input; each rank receives size / n.
 CollectiveSpec reduce_scatter_spec() {
   CollectiveSpec spec;
-  spec.name = "reduce_scatter";
   spec.op = OpKind::kReduceScatter;
   spec.reduces = true;
   spec.busbw_factor = [](int n) { return static_cast<double>(n - 1) / n; };
@@ -66,7 +63,6 @@ CollectiveSpec reduce_scatter_spec() {
 // receive into theirs.
 CollectiveSpec broadcast_spec() {
   CollectiveSpec spec;
-  spec.name = "broadcast";
   spec.op = OpKind::kBroadcast;
   spec.busbw_factor = [](int) { return 1.0; };
   spec.count_for = [](std::uint64_t bytes, int, std::size_t elem) { return static_cast<std::int64_t>(bytes / elem); };
@@ -88,7 +84,6 @@ CollectiveSpec broadcast_spec() {
 // from peer p is input(p, r * count + j): derived from (p, r, j) alone.
 CollectiveSpec alltoall_spec() {
   CollectiveSpec spec;
-  spec.name = "alltoall";
   spec.op = OpKind::kAlltoall;
   spec.busbw_factor = [](int n) { return static_cast<double>(n - 1) / n; };
   spec.count_for = [](std::uint64_t bytes, int n, std::size_t elem) { return static_cast<std::int64_t>(bytes / elem) / n; };
@@ -107,7 +102,6 @@ CollectiveSpec alltoall_spec() {
 // nothing: there the check is that their input was left untouched.
 CollectiveSpec reduce_spec() {
   CollectiveSpec spec = allreduce_spec();
-  spec.name = "reduce";
   spec.op = OpKind::kReduce;
   spec.busbw_factor = [](int) { return 1.0; };
   spec.result = [](const CollectiveCall& c) { return c.comm.rank() == 0 ? static_cast<const void*>(c.recv) : c.send; };
@@ -122,7 +116,6 @@ CollectiveSpec reduce_spec() {
 // is checked to be untouched.
 CollectiveSpec gather_spec() {
   CollectiveSpec spec = allgather_spec();
-  spec.name = "gather";
   spec.op = OpKind::kGather;
   spec.result = [](const CollectiveCall& c) { return c.comm.rank() == 0 ? static_cast<const void*>(c.recv) : c.send; };
   spec.result_elements = [](std::int64_t count, int n, int rank) { return rank == 0 ? count * n : count; };
@@ -137,7 +130,6 @@ CollectiveSpec gather_spec() {
 // Scatter from rank 0; size = the root's whole send buffer; rank r receives block r of it.
 CollectiveSpec scatter_spec() {
   CollectiveSpec spec;
-  spec.name = "scatter";
   spec.op = OpKind::kScatter;
   spec.busbw_factor = [](int n) { return static_cast<double>(n - 1) / n; };
   spec.count_for = [](std::uint64_t bytes, int n, std::size_t elem) { return static_cast<std::int64_t>(bytes / elem) / n; };

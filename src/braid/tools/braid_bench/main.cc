@@ -41,9 +41,10 @@ int main(int argc, char** argv) {
   std::vector<Subcommand> collectives;
   collectives.reserve(specs.size());  // the flags keep pointers into each Subcommand's options
   for (braid::bench::CollectiveSpec& spec : specs) {
-    std::string help = spec.name + ": time, algbw, busbw and #wrong per message size";
-    collectives.push_back({app.add_subcommand(spec.name, help), std::move(spec), {}});
+    std::string help = spec.name() + ": time, algbw, busbw and #wrong per message size";
+    collectives.push_back({app.add_subcommand(spec.name(), help), std::move(spec), {}});
     Subcommand& s = collectives.back();
+    for (std::string_view alias : braid::op_kind_aliases(s.spec.op)) s.app->alias(std::string(alias));
     braid::bench::add_sweep_flags(*s.app, s.options, true, s.spec.reduces);
   }
   braid::bench::OverlapOptions overlap_options;

@@ -77,7 +77,7 @@ int run_algorithm_bench(Communicator& comm, const CollectiveSpec& spec, const Sw
   if (!options.plot_path.empty()) require_gnuplot(comm);
   const std::vector<std::string> algorithms = algorithms_to_sweep(spec.op, options.algorithm);
   const double memcpy_gbs = measure_memcpy(comm);
-  print_run_header(comm, fmt::format("{} ({})", spec.name, join(algorithms)), options, memcpy_gbs);
+  print_run_header(comm, fmt::format("{} ({})", spec.name(), join(algorithms)), options, memcpy_gbs);
   const AlgorithmSweep sweep = run_algorithm_sweep(comm, spec, options, algorithms);
   if (comm.rank() == 0) {
     if (!options.tune_path.empty()) {
@@ -111,16 +111,13 @@ std::vector<CollectiveSpec> specs_to_tune(const std::string& ops) {
   std::vector<CollectiveSpec> chosen;
   std::stringstream list(ops);
   std::string name;
+  std::vector<OpKind> measured;
+  for (const CollectiveSpec& s : all) measured.push_back(s.op);
   while (std::getline(list, name, ',')) {
     if (name.empty()) continue;
-    auto it = std::find_if(all.begin(), all.end(), [&](const CollectiveSpec& s) { return s.name == name; });
-    if (it == all.end()) {
-      std::vector<std::string> names;
-      for (const auto& s : all) names.push_back(s.name);
-      throw InvalidArgument({.op = "braid-bench"}, fmt::format("--ops: unknown operation '{}' (available: {})", name,
-                                                               join(names)));
-    }
-    bool seen = std::any_of(chosen.begin(), chosen.end(), [&](const CollectiveSpec& s) { return s.name == name; });
+    const OpKind op = parse_op_kind(name, "--ops", measured);
+    auto it = std::find_if(all.begin(), all.end(), [&](const CollectiveSpec& s) { return s.op == op; });
+    bool seen = std::any_of(chosen.begin(), chosen.end(), [&](const CollectiveSpec& s) { return s.op == op; });
     if (!seen) chosen.push_back(*it);
   }
   return chosen;
@@ -131,7 +128,7 @@ int run_tune(Communicator& comm, const TuneOptions& options) {
   require_writable(comm, {options.output});
   const double memcpy_gbs = measure_memcpy(comm);
   std::vector<std::string> names;
-  for (const auto& spec : specs) names.push_back(spec.name);
+  for (const auto& spec : specs) names.push_back(spec.name());
   print_run_header(comm, "tune " + join(names), options.sweep, memcpy_gbs);
   std::vector<AlgorithmSweep> sweeps;
   std::int64_t wrong = 0;

@@ -64,7 +64,7 @@ void check_simulation_size(int p, int m, int v, const std::string& chunks) {
 
 int schedule_command(const std::string& kind, int p, int m, const std::string& format,
                      const braid::parallel::ActionCosts& costs, const std::string& output) {
-  const braid::parallel::ParsedKind parsed = braid::parallel::parse_schedule_kind(kind);
+  const braid::parallel::ParsedKind parsed = braid::parallel::parse_schedule_kind(kind, "--schedule");
   check_simulation_size(p, m, parsed.chunks, kind);
   const braid::parallel::Schedule schedule = braid::parallel::make_schedule({parsed.kind, p, m, parsed.chunks});
   if (format == "actions") return write_or_print(braid::tools::format_action_lists(schedule), output);
@@ -84,7 +84,7 @@ int run_command(const braid::tools::PipelineBenchOptions& options) {
 
 int main(int argc, char** argv) {
   CLI::App app{
-      "braid-pipeline: pipeline-parallel schedules (gpipe, 1f1b, interleaved:V, zb1), their simulated\n"
+      "braid-pipeline: pipeline-parallel schedules (gpipe, 1f1b, interleaved:V, zb1 alias zb-h1), their simulated\n"
       "timelines and bubbles, and the pipeline runtime measured against them (docs/pipeline.md)"};
   app.require_subcommand(1);
 
@@ -93,7 +93,7 @@ int main(int argc, char** argv) {
   braid::parallel::ActionCosts costs;
   CLI::App* schedule_cmd =
       app.add_subcommand("schedule", "print one schedule: ASCII timeline, action lists or Chrome trace");
-  schedule_cmd->add_option("--schedule,-s", kind, "gpipe | 1f1b | interleaved:V | zb1")->capture_default_str();
+  schedule_cmd->add_option("--schedule,-s", kind, "gpipe | 1f1b | interleaved:V | zb1 (alias zb-h1)")->capture_default_str();
   schedule_cmd->add_option("--stages,-p", p, "pipeline stages")->capture_default_str()->check(CLI::Range(1, 4096));
   schedule_cmd->add_option("--microbatches,-m", m, "micro-batches per step")
       ->capture_default_str()
@@ -122,7 +122,8 @@ int main(int argc, char** argv) {
       "run",
       "run the pipeline runtime with synthetic stages, one per rank (start it with braid-run -n P), and print "
       "measured bubble next to theoretical and simulated");
-  run_cmd->add_option("--schedules", schedules, "comma-separated schedules")->capture_default_str();
+  run_cmd->add_option("--schedules", schedules, "comma-separated schedules (gpipe, 1f1b, interleaved:V, zb1 alias zb-h1)")
+      ->capture_default_str();
   run_cmd->add_option("--microbatches,-m", bench.microbatches, "micro-batches per step")->capture_default_str();
   run_cmd->add_option("--forward-ms", bench.costs.forward_ms, "forward compute per stage and micro-batch")
       ->capture_default_str();

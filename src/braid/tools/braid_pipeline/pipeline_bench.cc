@@ -111,7 +111,7 @@ Measured summarise(const std::vector<double>& gathered, int ranks, int steps, co
 void check_pipeline_bench_options(const PipelineBenchOptions& o) {
   auto bad = [](const std::string& detail) { throw InvalidArgument({}, detail); };
   if (o.schedules.empty()) bad("--schedules: give at least one schedule");
-  for (const std::string& s : o.schedules) parallel::parse_schedule_kind(s);
+  for (const std::string& s : o.schedules) parallel::parse_schedule_kind(s, "--schedules");
   if (o.microbatches < 1) bad(fmt::format("--microbatches must be >= 1, got {}", o.microbatches));
   for (auto [name, value] : {std::pair{"--forward-ms", o.costs.forward_ms},
                              {"--backward-input-ms", o.costs.backward_input_ms},

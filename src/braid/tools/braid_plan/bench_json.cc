@@ -96,7 +96,7 @@ nlohmann::json model_fit_json(const ModelFit& fit) {
     segments.push_back({{"min_bytes", s.min_bytes}, {"max_bytes", s.max_bytes}, {"alpha", s.alpha}, {"beta", s.beta},
                         {"bandwidth", s.bandwidth()}});
   }
-  return {{"op", op_name(cal.op)}, {"algorithm", fit.label}, {"bench_algorithm", fit.bench_algorithm},
+  return {{"op", std::string(op_kind_name(cal.op))}, {"algorithm", fit.label}, {"bench_algorithm", fit.bench_algorithm},
           {"ranks", fit.ranks}, {"link", fit.link}, {"model", algorithm_name(cal.algorithm)}, {"gamma", cal.gamma},
           {"segments", segments}, {"rms_relative_error", cal.rms_relative_error},
           {"max_relative_error", cal.max_relative_error}};

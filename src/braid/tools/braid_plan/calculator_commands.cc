@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "braid/base/pipeline_schedule_kind.h"
 #include "braid/plan/bubble.h"
 #include "braid/plan/comm_volume.h"
 #include "braid/plan/kernel_launch.h"
@@ -110,7 +111,7 @@ Report memory_report(const MemoryFlags& f) {
                                       .chunks = l.chunks, .sequence_parallel = l.sequence_parallel,
                                       .recompute = l.recompute, .schedule = l.schedule, .bytes = o.activation_bytes});
   r.sections.push_back({fmt::format("activations: {} recomputation, {} schedule", recompute_name(l.recompute),
-                                    schedule_name(l.schedule)),
+                                    pipeline_schedule_kind_name(l.schedule)),
                         acts});
   const double total = find_estimate(states, "model_state_bytes").value + find_estimate(acts, "activation_bytes").value;
   r.sections.push_back({"total", {{"memory_bytes", total, Unit::kBytes, "model states + activations",
@@ -171,24 +172,26 @@ struct BubbleFlags {
 Report bubble_report(const BubbleFlags& f) {
   Report r{.command = "bubble"};
   r.inputs = {{"pp", f.pp}, {"microbatches", f.microbatches}, {"chunks", f.chunks}};
-  std::vector<Schedule> schedules;
+  std::vector<PipelineScheduleName> schedules;
   if (f.schedule == "all") {
-    schedules = all_schedules();
+    for (Schedule s : all_pipeline_schedule_kinds()) schedules.push_back({s, std::nullopt});
   } else {
-    for (const std::string& name : split_list(f.schedule)) schedules.push_back(parse_schedule(name, "--schedule"));
+    for (const std::string& name : split_list(f.schedule)) schedules.push_back(parse_pipeline_schedule(name, "--schedule"));
   }
   BubbleInput in{.stages = f.pp, .microbatches = f.microbatches, .chunks = f.chunks, .forward = f.forward,
                  .backward_input = f.backward_input, .backward_weight = f.backward_weight};
-  for (Schedule s : schedules) {
+  for (const PipelineScheduleName& name : schedules) {
+    const Schedule s = name.kind;
     BubbleInput x = in;
-    if (s != Schedule::kInterleaved) x.chunks = 1;
-    if (s == Schedule::kInterleaved && f.schedule == "all" && f.pp > 1 && f.microbatches % f.pp != 0) {
+    if (s != Schedule::kInterleaved1F1B) x.chunks = 1;
+    if (name.chunks) x.chunks = *name.chunks;  // interleaved:V says v itself
+    if (s == Schedule::kInterleaved1F1B && f.schedule == "all" && f.pp > 1 && f.microbatches % f.pp != 0) {
       r.notes.push_back(fmt::format("interleaved skipped: it needs m = {} to be a multiple of p = {}", f.microbatches,
                                     f.pp));
       continue;
     }
-    r.sections.push_back({fmt::format("{}: p = {}, m = {}{}", schedule_name(s), f.pp, f.microbatches,
-                                      s == Schedule::kInterleaved ? fmt::format(", v = {}", f.chunks) : ""),
+    r.sections.push_back({fmt::format("{}: p = {}, m = {}{}", pipeline_schedule_kind_name(s), f.pp, f.microbatches,
+                                      s == Schedule::kInterleaved1F1B ? fmt::format(", v = {}", x.chunks) : ""),
                           pipeline_bubble(s, x)});
   }
   if (f.pp > 1 && 2 * f.pp > f.microbatches) {
@@ -286,7 +289,7 @@ Command add_bubble_command(CLI::App& parent) {
   app->add_option("--pp,-p", f->pp, "pipeline stages (p)")->capture_default_str();
   app->add_option("--microbatches,-m", f->microbatches, "micro-batches (m)")->capture_default_str();
   app->add_option("--chunks,-v", f->chunks, "model chunks per stage (interleaved)")->capture_default_str();
-  app->add_option("--schedule", f->schedule, "all, or a list of gpipe, 1f1b, interleaved, zb-h1")->capture_default_str();
+  app->add_option("--schedule", f->schedule, "all, or a list of gpipe, 1f1b, interleaved (v from -v) or interleaved:V, zb1 (alias zb-h1)")->capture_default_str();
   app->add_option("--forward", f->forward, "ZB-H1: forward time F")->capture_default_str();
   app->add_option("--backward-input", f->backward_input, "ZB-H1: input-gradient time B")->capture_default_str();
   app->add_option("--backward-weight", f->backward_weight, "ZB-H1: weight-gradient time W")->capture_default_str();

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "braid/base/error.h"
+#include "braid/base/pipeline_schedule_kind.h"
 #include "braid/plan/advisor.h"
 #include "braid/plan/units.h"
 #include "commands.h"
@@ -33,7 +34,7 @@ Report step_report(const StepFlags& f) {
   r.sections.push_back({fmt::format("{} on {} x {} devices: dp {} x tp {} x pp {}, ZeRO-{}, m = {}, {}, {} "
                                     "recomputation, compression {}",
                                     m.name, c.nodes, c.devices_per_node, l.dp, l.tp, l.pp, l.zero, l.microbatches,
-                                    schedule_name(l.schedule), recompute_name(l.recompute),
+                                    pipeline_schedule_kind_name(l.schedule), recompute_name(l.recompute),
                                     compression_name(l.compression)),
                         s.items});
   r.findings = check_rules(m, c, s, o);
@@ -68,15 +69,19 @@ AdviseInput advise_input(const AdviseFlags& f) {
     }
     in.zero_stages.push_back(z[0] - '0');
   }
-  for (const std::string& s : split_list(f.schedules)) in.schedules.push_back(parse_schedule(s, "--schedules"));
+  require_range("--chunks", f.chunks, 1, 64);
+  in.interleave_chunks = f.chunks;
+  for (const std::string& s : split_list(f.schedules)) {
+    const PipelineScheduleName schedule = parse_pipeline_schedule(s, "--schedules");
+    in.schedules.push_back(schedule.kind);
+    if (schedule.chunks) in.interleave_chunks = *schedule.chunks;  // interleaved:V says v itself
+  }
   for (const std::string& s : split_list(f.recompute)) in.recompute.push_back(parse_recompute(s, "--recompute"));
   for (const std::string& s : split_list(f.compression)) in.compressions.push_back(parse_compression(s, "--compression"));
   if (in.zero_stages.empty() || in.schedules.empty() || in.recompute.empty() || in.compressions.empty()) {
     throw InvalidArgument({.op = "braid-plan"}, "--zero, --schedules, --recompute and --compression need one value each");
   }
-  require_range("--chunks", f.chunks, 1, 64);
   require_range("--top", f.top, 1, 1e6);
-  in.interleave_chunks = f.chunks;
   in.options = options_from(f.precision);
   return in;
 }
@@ -91,7 +96,7 @@ std::vector<std::string> row_of(std::size_t rank, const Candidate& c) {
           num(l.pp),
           num(l.zero),
           num(l.microbatches),
-          l.pp > 1 ? schedule_name(l.schedule) : "-",
+          l.pp > 1 ? std::string(pipeline_schedule_kind_name(l.schedule)) : "-",
           recompute_name(l.recompute),
           compression_name(l.compression),
           format_seconds(c.step.step_seconds),

@@ -231,9 +231,9 @@ const ModelFit& matching_fit(const std::vector<ModelFit>& fits, const Group& g, 
   std::vector<const ModelFit*> same_algorithm, same_ranks;
   std::string available;
   for (const ModelFit& fit : fits) {
-    available += fmt::format("{}{} '{}'", available.empty() ? "" : ", ", op_name(fit.calibration.op), fit.bench_algorithm);
+    available += fmt::format("{}{} '{}'", available.empty() ? "" : ", ", op_kind_name(fit.calibration.op), fit.bench_algorithm);
     if (!fit.ranks.empty()) available += fmt::format(" on {} ranks", fmt::join(fit.ranks, ","));
-    if (op_name(fit.calibration.op) != g.op || fit.bench_algorithm != g.bench_algorithm) continue;
+    if (fit.calibration.op != find_op_kind(g.op) || fit.bench_algorithm != g.bench_algorithm) continue;
     same_algorithm.push_back(&fit);
     if (std::includes(fit.ranks.begin(), fit.ranks.end(), ranks.begin(), ranks.end())) same_ranks.push_back(&fit);
   }
@@ -281,7 +281,7 @@ Report calibrate_report(const CalibrateFlags& f) { return f.model.empty() ? fit_
 Command add_collective_command(CLI::App& parent) {
   auto f = std::make_shared<CollectiveFlags>();
   CLI::App* app = parent.add_subcommand("collective", "alpha-beta-gamma time of a collective per algorithm and link");
-  app->add_option("--op", f->op, "allreduce, reduce_scatter, allgather, broadcast, alltoall, sendrecv")
+  app->add_option("--op", f->op, "allreduce, reduce_scatter, allgather, broadcast, alltoall or send/recv (aliases: docs/planner.md)")
       ->capture_default_str();
   app->add_option("--bytes,-s", f->bytes, "buffer size (256M, 1GB)")->capture_default_str();
   app->add_option("--ranks,-n", f->ranks, "ranks")->capture_default_str();

@@ -1,5 +1,6 @@
 #include "plan_flags.h"
 
+#include "braid/base/pipeline_schedule_kind.h"
 #include "braid/plan/precision.h"
 #include "braid/plan/units.h"
 
@@ -44,7 +45,7 @@ void add_layout_flags(CLI::App& app, LayoutFlags& f) {
   app.add_option("--chunks", f.chunks, "model chunks per stage (v, interleaved)")->capture_default_str();
   app.add_flag("--sequence-parallel", f.sequence_parallel, "Megatron sequence parallelism with tp");
   app.add_option("--recompute", f.recompute, "activation recomputation: none, selective, full")->capture_default_str();
-  app.add_option("--schedule", f.schedule, "pipeline schedule: gpipe, 1f1b, interleaved, zb-h1")->capture_default_str();
+  app.add_option("--schedule", f.schedule, "pipeline schedule: gpipe, 1f1b, interleaved (v from --chunks) or interleaved:V, zb1 (alias zb-h1)")->capture_default_str();
   app.add_option("--compression", f.compression, "gradient codec: none, fp16, int8[:B], sign[:B], topk:R, randomk:R, "
                                                  "powersgd:r")
       ->capture_default_str();
@@ -112,7 +113,9 @@ Layout layout_from(const LayoutFlags& f) {
   l.microbatches = f.microbatches, l.micro_batch = f.micro_batch, l.chunks = f.chunks;
   l.sequence_parallel = f.sequence_parallel;
   l.recompute = parse_recompute(f.recompute, "--recompute");
-  l.schedule = parse_schedule(f.schedule, "--schedule");
+  const PipelineScheduleName schedule = parse_pipeline_schedule(f.schedule, "--schedule");
+  l.schedule = schedule.kind;
+  if (schedule.chunks) l.chunks = *schedule.chunks;  // interleaved:V says v itself
   l.compression = parse_compression(f.compression, "--compression");
   return l;
 }
@@ -154,7 +157,7 @@ nlohmann::json describe(const Layout& l) {
           {"chunks", l.chunks},
           {"sequence_parallel", l.sequence_parallel},
           {"recompute", recompute_name(l.recompute)},
-          {"schedule", schedule_name(l.schedule)},
+          {"schedule", std::string(pipeline_schedule_kind_name(l.schedule))},
           {"compression", compression_name(l.compression)}};
 }
 

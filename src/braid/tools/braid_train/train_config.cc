@@ -83,7 +83,7 @@ void add_train_flags(CLI::App& app, TrainConfig& c) {
   app.add_option("--pp", c.pp, "pipeline stages (the world is pp x data-parallel replicas)")->capture_default_str();
   app.add_option("--microbatches", c.microbatches, "micro-batches per step and pipeline (with --pp)")
       ->capture_default_str();
-  app.add_option("--schedule", c.schedule, "pipeline schedule: gpipe | 1f1b | interleaved:V | zb1")
+  app.add_option("--schedule", c.schedule, "pipeline schedule: gpipe | 1f1b | interleaved:V | zb1 (alias zb-h1)")
       ->capture_default_str();
 }
 
@@ -94,7 +94,7 @@ namespace {
 void validate_pipeline(const TrainConfig& c, int world) {
   auto bad = [](const std::string& detail) { throw InvalidArgument({.op = "braid-train"}, detail); };
   int replicas = world / c.pp;
-  parallel::ParsedKind kind = parallel::parse_schedule_kind(c.schedule);  // names the accepted forms
+  parallel::ParsedKind kind = parallel::parse_schedule_kind(c.schedule, "--schedule");  // names the accepted forms
   parallel::check_schedule_spec({.kind = kind.kind, .stages = c.pp, .microbatches = c.microbatches, .chunks = kind.chunks});
   if (c.batch % (static_cast<std::int64_t>(replicas) * c.microbatches) != 0) {
     bad(fmt::format("--batch {} is not divisible by {} data-parallel replicas x --microbatches {}", c.batch, replicas,
