@@ -1,5 +1,5 @@
 // What every collective algorithm receives: the arguments of the public call, checked once
-// (collective_checks.h), plus the collective's sequence number. Algorithms are
+// (checked(), collective_ops.h), plus the collective's sequence number. Algorithms are
 // plain functions of this struct (algorithms.h), so each is compiled once, whatever the dtype.
 #pragma once
 
@@ -25,8 +25,8 @@ struct CollectiveArgs {
   DType dtype;
   ReduceOp reduce_op = ReduceOp::kSum;
   int root = 0;
-  // The running algorithm's registry id (algorithm_id, algorithm_registry.h), set by the entry
-  // point once it has chosen: every message carries it, so ranks running different algorithms
+  // The running algorithm's registry id (algorithm_id, algorithm_registry.h), set by
+  // run_collective once it has chosen: every message carries it, so ranks running different algorithms
   // of one call raise Mismatch.
   std::uint8_t algorithm = kNoAlgorithm;
   // alltoallv only (count is 0 there): the per-peer counts and displacements. A pointer, so the

@@ -65,31 +65,24 @@ TEST_F(CollectiveOpsTest, EveryOperationRefusesWhatNoneMayTake) {
 }
 
 TEST_F(CollectiveOpsTest, ReductionOpsRootsAndWholeBuffersAreCheckedWhereTheOperationHasThem) {
-  const auto bad_op = static_cast<ReduceOp>(99);
+  auto with = [&](OpKind op, auto&& change) {
+    CollectiveCall call{.op = op, .send = a_, .recv = b_, .count = 1, .dtype = DType::kF32};
+    change(call);
+    return call;
+  };
+  auto bad_op = [](CollectiveCall& call) { call.reduce_op = static_cast<ReduceOp>(99); };
+  auto bad_root = [](CollectiveCall& call) { call.root = 1; };
   for (OpKind op : {OpKind::kAllreduce, OpKind::kReduceScatter, OpKind::kReduce}) {
-    EXPECT_THROW(
-        checked(comm_, {.op = op, .send = a_, .recv = b_, .count = 1, .dtype = DType::kF32, .reduce_op = bad_op}),
-        InvalidArgument);
+    EXPECT_THROW(checked(comm_, with(op, bad_op)), InvalidArgument) << op_kind_name(op);
   }
-  EXPECT_NO_THROW(checked(comm_, {.op = OpKind::kAllgather,
-                                  .send = a_,
-                                  .recv = b_,
-                                  .count = 1,
-                                  .dtype = DType::kF32,
-                                  .reduce_op = bad_op}));  // allgather has no reduction op
+  EXPECT_NO_THROW(checked(comm_, with(OpKind::kAllgather, bad_op)));  // allgather has no reduction op
   for (OpKind op : {OpKind::kBroadcast, OpKind::kReduce, OpKind::kGather, OpKind::kScatter}) {
-    EXPECT_THROW(checked(comm_, {.op = op, .send = a_, .recv = b_, .count = 1, .dtype = DType::kF32, .root = 1}),
-                 InvalidArgument);
+    EXPECT_THROW(checked(comm_, with(op, bad_root)), InvalidArgument) << op_kind_name(op);
   }
-  EXPECT_NO_THROW(checked(comm_, {.op = OpKind::kAllreduce,
-                                  .send = a_,
-                                  .recv = b_,
-                                  .count = 1,
-                                  .dtype = DType::kF32,
-                                  .root = 1}));  // allreduce has no root
-  const std::int64_t huge = std::numeric_limits<std::int64_t>::max() / 2;
-  EXPECT_THROW(checked(comm_, {.op = OpKind::kAllgather, .send = a_, .recv = b_, .count = huge, .dtype = DType::kF32}),
-               InvalidArgument);  // huge * 4 bytes overflows
+  EXPECT_NO_THROW(checked(comm_, with(OpKind::kAllreduce, bad_root)));  // allreduce has no root
+  // count * 4 bytes overflows where the buffers hold one block per rank.
+  auto huge = [](CollectiveCall& call) { call.count = std::numeric_limits<std::int64_t>::max() / 2; };
+  EXPECT_THROW(checked(comm_, with(OpKind::kAllgather, huge)), InvalidArgument);
 }
 
 TEST_F(CollectiveOpsTest, AlltoallvChecksItsLayoutAndDefersItsOwnDisagreement) {
