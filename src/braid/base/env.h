@@ -103,6 +103,7 @@ inline constexpr Variable kAlgoReduce{"BRAID_ALGO_REDUCE", "", "force this reduc
 inline constexpr Variable kAlgoGather{"BRAID_ALGO_GATHER", "", "force this gather algorithm where it supports the call"};
 inline constexpr Variable kAlgoScatter{"BRAID_ALGO_SCATTER", "", "force this scatter algorithm where it supports the call"};
 inline constexpr Variable kAlgoAlltoall{"BRAID_ALGO_ALLTOALL", "", "force this alltoall algorithm where it supports the call"};
+inline constexpr Variable kAlgoAlltoallv{"BRAID_ALGO_ALLTOALLV", "", "force this alltoallv algorithm where it supports the call"};
 inline constexpr Variable kCompressHostStriped{"BRAID_COMPRESS_HOST_STRIPED", "auto", "across hosts of equal rank counts, compress only between hosts (fp32 inside): auto (fp16, bf16, int8), 1 (sign too) or 0 (never)",
     one_of("auto|0|1")};
 inline constexpr Variable kChecksum{"BRAID_CHECKSUM", "0", "1: compressed payloads carry a CRC32C that every receiver checks (braid::Corrupt on mismatch)",

@@ -1,19 +1,14 @@
 #include "braid/collectives/algorithm_registry.h"
 
 #include <array>
-#include <string>
 
-#include <fmt/format.h>
-
-#include "braid/base/error.h"
 #include "braid/collectives/algorithms.h"
-#include "braid/collectives/tuner.h"
 
 namespace braid {
 
 namespace {
 
-// The first entry of each operation is its default.
+// The first entry of each operation is its default; an operation's entries stand together.
 constexpr std::array kAlgorithms{
     AlgorithmEntry{OpKind::kAllreduce, "ring", algorithms::allreduce_ring},
     AlgorithmEntry{OpKind::kAllreduce, "recursive_doubling", algorithms::allreduce_recursive_doubling},
@@ -49,7 +44,29 @@ constexpr std::array kAlgorithms{
     AlgorithmEntry{OpKind::kAlltoall, "pairwise", algorithms::alltoall_pairwise},
     AlgorithmEntry{OpKind::kAlltoall, "shm_direct", algorithms::alltoall_shm_direct,
                    algorithms::alltoall_shm_direct_supports},
+    AlgorithmEntry{OpKind::kAlltoallv, "pairwise", algorithms::alltoallv_pairwise},
 };
+
+// Ids must fit the envelope's byte, with 0 left for "no algorithm".
+static_assert(kAlgorithms.size() < 255, "algorithm ids are one byte on the wire");
+
+// algorithms_for() hands out runs of this table, so an operation's entries must not be split.
+constexpr bool grouped_by_op() {
+  for (std::size_t i = 1; i < kAlgorithms.size(); ++i) {
+    for (std::size_t j = i + 1; j < kAlgorithms.size(); ++j) {
+      if (kAlgorithms[j].op == kAlgorithms[i - 1].op && kAlgorithms[i].op != kAlgorithms[i - 1].op) return false;
+    }
+  }
+  return true;
+}
+static_assert(grouped_by_op(), "keep each operation's algorithms together in kAlgorithms");
+
+// The entries' addresses, in table order: what algorithms_for() returns runs of.
+constexpr auto kEntries = [] {
+  std::array<const AlgorithmEntry*, kAlgorithms.size()> entries{};
+  for (std::size_t i = 0; i < kAlgorithms.size(); ++i) entries[i] = &kAlgorithms[i];
+  return entries;
+}();
 
 }  // namespace
 
@@ -60,9 +77,6 @@ const AlgorithmEntry* find_algorithm(OpKind op, std::string_view name) {
   return nullptr;
 }
 
-// Ids must fit the envelope's byte, with 0 left for "no algorithm".
-static_assert(kAlgorithms.size() < 255, "algorithm ids are one byte on the wire");
-
 std::uint8_t algorithm_id(const AlgorithmEntry& entry) {
   for (std::size_t i = 0; i < kAlgorithms.size(); ++i) {
     if (kAlgorithms[i].op == entry.op && kAlgorithms[i].name == entry.name) return static_cast<std::uint8_t>(i + 1);
@@ -70,25 +84,12 @@ std::uint8_t algorithm_id(const AlgorithmEntry& entry) {
   return kNoAlgorithm;
 }
 
-std::vector<const AlgorithmEntry*> algorithms_for(OpKind op) {
-  std::vector<const AlgorithmEntry*> found;
-  for (const auto& entry : kAlgorithms) {
-    if (entry.op == op) found.push_back(&entry);
-  }
-  return found;
-}
-
-const AlgorithmEntry& choose_algorithm(const CollectiveArgs& args, std::string_view requested) {
-  // Runs on every collective call: the candidates live on the stack, not in a vector.
-  std::array<const AlgorithmEntry*, kAlgorithms.size()> found{};
-  std::size_t count = 0;
-  for (const auto& entry : kAlgorithms) {
-    if (entry.op == args.op) found[count++] = &entry;
-  }
-  const std::span<const AlgorithmEntry* const> candidates(found.data(), count);
-  // An explicit request needs neither the environment nor the tuning file.
-  SelectionSources sources = requested.empty() ? selection_sources(args.comm, args.op) : SelectionSources{};
-  return select_algorithm(args, candidates, requested, sources);
+std::span<const AlgorithmEntry* const> algorithms_for(OpKind op) {
+  std::size_t first = 0;
+  while (first < kAlgorithms.size() && kAlgorithms[first].op != op) ++first;
+  std::size_t end = first;
+  while (end < kAlgorithms.size() && kAlgorithms[end].op == op) ++end;
+  return std::span<const AlgorithmEntry* const>(kEntries).subspan(first, end - first);
 }
 
 }  // namespace braid

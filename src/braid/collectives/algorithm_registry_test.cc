@@ -32,6 +32,29 @@ TEST(AlgorithmRegistryTest, GatherAndScatterOfferLinearAndBinomial) {
   }
 }
 
+// alltoallv is an operation of the registry like the others: its algorithms have ids and a
+// default, so BRAID_ALGO_ALLTOALLV and CollectiveOptions::algorithm name them.
+TEST(AlgorithmRegistryTest, AlltoallvOffersPairwiseFirst) {
+  const auto alltoallv = algorithms_for(OpKind::kAlltoallv);
+  ASSERT_FALSE(alltoallv.empty());
+  EXPECT_EQ(alltoallv.front()->name, "pairwise");
+  EXPECT_EQ(find_algorithm(OpKind::kAlltoallv, "pairwise"), alltoallv.front());
+  EXPECT_NE(algorithm_id(*alltoallv.front()), kNoAlgorithm);
+  EXPECT_NE(algorithm_id(*alltoallv.front()), algorithm_id(*find_algorithm(OpKind::kAlltoall, "pairwise")));
+}
+
+// algorithms_for() is a view of the table: every entry of the operation, and only those.
+TEST(AlgorithmRegistryTest, AlgorithmsForListsExactlyTheOperationsEntries) {
+  for (OpKind op : kRegistryOps) {
+    for (const AlgorithmEntry* entry : algorithms_for(op)) {
+      EXPECT_EQ(entry->op, op) << entry->name;
+      EXPECT_EQ(find_algorithm(op, entry->name), entry);
+    }
+  }
+  EXPECT_TRUE(algorithms_for(OpKind::kBarrier).empty());
+  EXPECT_TRUE(algorithms_for(OpKind::kSendRecv).empty());
+}
+
 TEST(AlgorithmRegistryTest, AnEntryOutsideTheTableHasNoId) {
   AlgorithmEntry stray{OpKind::kGather, "carrier_pigeon", nullptr};
   EXPECT_EQ(algorithm_id(stray), kNoAlgorithm);

@@ -63,10 +63,14 @@ void broadcast_shm_direct(const CollectiveArgs& args);
 bool broadcast_shm_direct_supports(const CollectiveArgs& args);  // every rank on one host, over shm
 
 // alltoall: count = elements per peer; send and recv hold n blocks, send block p goes to rank
-// p and rank p's block lands in recv block p. send and recv do not overlap. (alltoallv, with
-// per-peer counts, is declared in alltoallv_args.h.)
+// p and rank p's block lands in recv block p. send and recv do not overlap.
 void alltoall_pairwise(const CollectiveArgs& args);
 void alltoall_shm_direct(const CollectiveArgs& args);
 bool alltoall_shm_direct_supports(const CollectiveArgs& args);  // every rank on one host, over shm
+
+// alltoallv: args.count is 0 and *args.layout (alltoallv_args.h) holds the per-peer counts and
+// displacements, checked; send and recv do not overlap, and this rank's own send and receive
+// counts agree.
+void alltoallv_pairwise(const CollectiveArgs& args);
 
 }  // namespace braid::algorithms

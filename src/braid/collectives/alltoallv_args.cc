@@ -35,8 +35,8 @@ bool check_side(const ErrorContext& ctx, const char* side, const std::int64_t* c
 
 void check_alltoallv_layout(const Communicator& comm, const void* send, const void* recv,
                             const AlltoallvLayout& layout, DType dtype) {
-  const int n = comm.size(), r = comm.rank();
-  ErrorContext ctx{.rank = r, .op = std::string(op_kind_name(OpKind::kAlltoallv))};
+  const int n = comm.size();
+  ErrorContext ctx{.rank = comm.rank(), .op = std::string(op_kind_name(OpKind::kAlltoallv))};
   if (!is_valid_dtype(static_cast<std::uint8_t>(dtype))) {
     throw InvalidArgument(ctx, fmt::format("invalid dtype value {}", static_cast<int>(dtype)));
   }
@@ -46,10 +46,34 @@ void check_alltoallv_layout(const Communicator& comm, const void* send, const vo
     throw InvalidArgument(ctx, "null buffer with a non-zero count");
   }
   if ((sends || receives) && send == recv) throw InvalidArgument(ctx, "alltoallv cannot run in place (send == recv)");
+}
+
+void check_alltoallv_self(const Communicator& comm, const AlltoallvLayout& layout) {
+  const int r = comm.rank();
   if (layout.send_counts[r] != layout.recv_counts[r]) {
-    throw Mismatch(ctx, fmt::format("rank {} sends itself {} elements but expects to receive {}", r,
-                                    layout.send_counts[r], layout.recv_counts[r]));
+    throw Mismatch({.rank = r, .op = std::string(op_kind_name(OpKind::kAlltoallv))},
+                   fmt::format("rank {} sends itself {} elements but expects to receive {}", r, layout.send_counts[r],
+                               layout.recv_counts[r]));
   }
+}
+
+std::uint64_t alltoallv_send_bytes(const CollectiveArgs& args) {
+  std::uint64_t bytes = 0;
+  for (int p = 0; p < args.comm.size(); ++p) bytes += args.bytes(args.layout->send_counts[p]);
+  return bytes;
+}
+
+AlltoallvLayoutCopy::AlltoallvLayoutCopy(const AlltoallvLayout& layout, int size)
+    : size_(static_cast<std::size_t>(size)) {
+  values_.reserve(4 * size_);
+  for (const std::int64_t* side : {layout.send_counts, layout.send_displs, layout.recv_counts, layout.recv_displs}) {
+    values_.insert(values_.end(), side, side + size_);
+  }
+}
+
+AlltoallvLayout AlltoallvLayoutCopy::view() const {
+  const std::int64_t* base = values_.data();
+  return {base, base + size_, base + 2 * size_, base + 3 * size_};
 }
 
 }  // namespace braid

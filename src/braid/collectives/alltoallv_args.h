@@ -1,14 +1,12 @@
 // alltoallv's per-peer layout. CollectiveArgs has one count, and alltoallv has two per peer
-// (what goes to it, what comes from it) plus where each block sits, so the layout travels
-// beside CollectiveArgs rather than widening it for every other collective.
-//
-// alltoallv does not go through the algorithm registry (whose run() takes CollectiveArgs
-// alone): the entry point accepts options.algorithm "" or "pairwise" and calls
-// alltoallv_pairwise directly. When a second algorithm arrives, the registry entry should grow
-// a layout-taking run function instead.
+// (what goes to it, what comes from it) plus where each block sits, so CollectiveArgs points at
+// the layout (CollectiveArgs::layout) rather than widening for every other collective.
+// alltoallv's algorithms are in the registry like any other (algorithm_registry.cc) and read
+// *args.layout.
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "braid/collectives/collective_args.h"
 
@@ -25,17 +23,26 @@ struct AlltoallvLayout {
 };
 
 // InvalidArgument unless every count and displacement is >= 0, each block's end fits in the
-// address range, a buffer with a non-zero block is non-null and send != recv (no in place);
-// Mismatch if this rank's own send and receive counts differ.
+// address range, a buffer with a non-zero block is non-null and send != recv (no in place).
 void check_alltoallv_layout(const Communicator& comm, const void* send, const void* recv,
                             const AlltoallvLayout& layout, DType dtype);
 
-namespace algorithms {
+// Mismatch if this rank's own send and receive counts differ: a disagreement (with itself)
+// rather than a bad argument, so a queued call raises it when it runs, at wait().
+void check_alltoallv_self(const Communicator& comm, const AlltoallvLayout& layout);
 
-// args.count is unused (0); args.op is kAlltoallv. Every one of the n-1 messages is sent,
-// zero-length ones included, so its envelope can expose a count the peer disagrees with.
-void alltoallv_pairwise(const CollectiveArgs& args, const AlltoallvLayout& layout);
+// The bytes this rank sends (its own block included): what an observer reports for the call.
+std::uint64_t alltoallv_send_bytes(const CollectiveArgs& args);
 
-}  // namespace algorithms
+// A copy of a layout's 4n integers, for a call that outlives the caller's arrays (ialltoallv).
+class AlltoallvLayoutCopy {
+ public:
+  AlltoallvLayoutCopy(const AlltoallvLayout& layout, int size);
+  AlltoallvLayout view() const;
+
+ private:
+  std::vector<std::int64_t> values_;  // send counts, send displs, recv counts, recv displs
+  std::size_t size_;
+};
 
 }  // namespace braid

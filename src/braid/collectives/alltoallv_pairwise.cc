@@ -4,6 +4,7 @@
 // truncated or overlong block. A zero-count message is still sent, for the same reason.
 #include <cstring>
 
+#include "braid/collectives/algorithms.h"
 #include "braid/collectives/alltoallv_args.h"
 #include "braid/collectives/exchange.h"
 #include "braid/collectives/patterns/pairwise.h"
@@ -20,7 +21,8 @@ Byte* block(Byte* base, const std::int64_t* counts, const std::int64_t* displs, 
 
 }  // namespace
 
-void alltoallv_pairwise(const CollectiveArgs& args, const AlltoallvLayout& layout) {
+void alltoallv_pairwise(const CollectiveArgs& args) {
+  const AlltoallvLayout& layout = *args.layout;
   const int n = args.comm.size(), r = args.comm.rank();
   const std::size_t elem = args.elem();
   if (layout.send_counts[r] > 0) {

@@ -1,8 +1,7 @@
-// The argument checks a collective can make alone, before any message: shared by the blocking
-// entry points (collectives.cc) and the non-blocking ones (async_collectives.cc), which must
-// raise the same InvalidArgument at the call rather than later at wait(). Checks that need
-// every rank's view (equal counts, dtypes, roots) happen on the wire instead: each message's
-// envelope carries them and the receiver compares.
+// The argument checks a collective can make alone, before any message: the pieces each
+// operation's rule is made of (checked(), collective_ops.h, applies them as the operation's
+// row says). Checks that need every rank's view (equal counts, dtypes, roots) happen on the
+// wire instead: each message's envelope carries them and the receiver compares.
 #pragma once
 
 #include <cstdint>

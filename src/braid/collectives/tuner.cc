@@ -16,29 +16,38 @@ namespace {
 
 constexpr std::uint64_t KiB = 1024;
 
+// BRAID_ALGO_<OP> of every operation with algorithms in the registry.
+constexpr std::array<std::pair<OpKind, const env::Variable*>, 9> kForcingVariables{{
+    {OpKind::kAllreduce, &env::kAlgoAllreduce},         {OpKind::kAllgather, &env::kAlgoAllgather},
+    {OpKind::kReduceScatter, &env::kAlgoReduceScatter}, {OpKind::kBroadcast, &env::kAlgoBroadcast},
+    {OpKind::kReduce, &env::kAlgoReduce},               {OpKind::kGather, &env::kAlgoGather},
+    {OpKind::kScatter, &env::kAlgoScatter},             {OpKind::kAlltoall, &env::kAlgoAlltoall},
+    {OpKind::kAlltoallv, &env::kAlgoAlltoallv},
+}};
+
 // What the environment says about selection, read once per communicator (tuner.h says why).
 // Immutable once constructed, so the communicator's thread and its background collective
 // thread may both read it without a lock.
 class SelectionConfig : public CommAttachment {
  public:
   SelectionConfig() {
-    for (OpKind op : tunable_ops()) forced_.push_back(env::get(*forcing_variable(op)));
+    for (std::size_t i = 0; i < kForcingVariables.size(); ++i) forced_[i] = env::get(*kForcingVariables[i].second);
     if (auto path = env::get(env::kTuningFile)) file_ = load_tuning_file(*path);  // throws: nothing cached
   }
 
   SelectionSources sources(OpKind op) const {
     SelectionSources sources{.file = file_ ? &*file_ : nullptr, .builtin = &builtin_tuning_table()};
-    for (std::size_t i = 0; i < tunable_ops().size(); ++i) {
-      if (tunable_ops()[i] != op) continue;
+    for (std::size_t i = 0; i < kForcingVariables.size(); ++i) {
+      if (kForcingVariables[i].first != op) continue;
       if (forced_[i]) sources.forced = *forced_[i];
-      sources.forced_by = forcing_variable(op)->name;
+      sources.forced_by = kForcingVariables[i].second->name;
     }
     return sources;
   }
 
  private:
-  std::vector<std::optional<std::string>> forced_;  // BRAID_ALGO_<OP>, in tunable_ops() order
-  std::optional<TuningTable> file_;                // BRAID_TUNING_FILE's rules
+  std::array<std::optional<std::string>, kForcingVariables.size()> forced_;  // in kForcingVariables order
+  std::optional<TuningTable> file_;                                           // BRAID_TUNING_FILE's rules
 };
 
 // A rule over every world size and host count unless narrowed by the caller.
@@ -217,13 +226,7 @@ const TuningTable& builtin_tuning_table() {
 }
 
 const env::Variable* forcing_variable(OpKind op) {
-  static constexpr std::array<std::pair<OpKind, const env::Variable*>, 8> kVariables{{
-      {OpKind::kAllreduce, &env::kAlgoAllreduce},   {OpKind::kAllgather, &env::kAlgoAllgather},
-      {OpKind::kReduceScatter, &env::kAlgoReduceScatter}, {OpKind::kBroadcast, &env::kAlgoBroadcast},
-      {OpKind::kReduce, &env::kAlgoReduce},         {OpKind::kGather, &env::kAlgoGather},
-      {OpKind::kScatter, &env::kAlgoScatter},       {OpKind::kAlltoall, &env::kAlgoAlltoall},
-  }};
-  for (const auto& [kind, variable] : kVariables) {
+  for (const auto& [kind, variable] : kForcingVariables) {
     if (kind == op) return variable;
   }
   return nullptr;
@@ -244,6 +247,12 @@ const AlgorithmEntry& select_algorithm(const CollectiveArgs& args, std::span<con
     if (usable(entry, args)) return *entry;
   }
   throw InvalidArgument(context_of(args), "no algorithm supports these arguments");
+}
+
+const AlgorithmEntry& choose_algorithm(const CollectiveArgs& args, std::string_view requested) {
+  // An explicit request needs neither the environment nor the tuning file.
+  const SelectionSources sources = requested.empty() ? selection_sources(args.comm, args.op) : SelectionSources{};
+  return select_algorithm(args, algorithms_for(args.op), requested, sources);
 }
 
 }  // namespace braid

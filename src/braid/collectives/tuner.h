@@ -1,17 +1,21 @@
-// The tuner: which algorithm a collective runs when the caller does not name one.
+// The tuner: which algorithm of the registry (algorithm_registry.h, below it) a collective
+// runs.
 //
 // Precedence (the first that yields a usable algorithm wins; "usable" = registered for the
 // operation and supports() these arguments):
 //   1. CollectiveOptions::algorithm, named by the caller: InvalidArgument when it is unknown
 //      or refuses the arguments (the caller asked for exactly that);
-//   2. BRAID_ALGO_<OP> (BRAID_ALGO_ALLREDUCE=ring): an unknown name raises InvalidArgument
-//      naming the variable and the choices; a name that refuses these arguments falls through;
+//   2. BRAID_ALGO_<OP> (BRAID_ALGO_ALLREDUCE=ring; forcing_variable()): an unknown name raises
+//      InvalidArgument naming the variable and the choices; a name that refuses these
+//      arguments falls through;
 //   3. the rules of the tuning file named by BRAID_TUNING_FILE (tuning_file.h), loaded once per
 //      communicator;
 //   4. the built-in table (builtin_tuning_table());
 //   5. the first algorithm of the operation that supports the arguments (its default).
 // In a table, the first matching rule whose algorithm is usable wins; a rule naming an
-// algorithm this build lacks, or one that refuses the call, is skipped.
+// algorithm this build lacks, or one that refuses the call, is skipped. Tables name only the
+// tunable operations (tuning_table.h); alltoallv, whose size is not one count, has steps 1, 2
+// and 5.
 //
 // Every rank must pick the same algorithm: the decision depends only on the call's arguments,
 // the communicator's size and host count, and the environment, so BRAID_ALGO_* and
@@ -47,7 +51,7 @@ TuningKey tuning_key(const CollectiveArgs& args);
 // lists them and why); immutable.
 const TuningTable& builtin_tuning_table();
 
-// BRAID_ALGO_<OP> for a tunable operation, nullptr for others.
+// BRAID_ALGO_<OP> for an operation with algorithms in the registry, nullptr for others.
 const env::Variable* forcing_variable(OpKind op);
 
 // Where a choice may come from, below an explicit request (steps 2-4 above). Views: the
@@ -71,5 +75,9 @@ SelectionSources selection_sources(Communicator& comm, OpKind op);
 // so it is tested with stand-in algorithms. `requested` is CollectiveOptions::algorithm.
 const AlgorithmEntry& select_algorithm(const CollectiveArgs& args, std::span<const AlgorithmEntry* const> candidates,
                                        std::string_view requested, const SelectionSources& sources);
+
+// The algorithm a call of args.op runs: select_algorithm over the registry's entries for the
+// operation, with the communicator's sources (none are read when `requested` is non-empty).
+const AlgorithmEntry& choose_algorithm(const CollectiveArgs& args, std::string_view requested);
 
 }  // namespace braid

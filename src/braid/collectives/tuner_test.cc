@@ -230,6 +230,38 @@ TEST_F(TunerTest, UnknownNameInTheEnvironmentIsAnError) {
   EXPECT_NO_THROW(broadcast(*comm_, &value, 1, DType::kF32, 0, {.algorithm = "binomial"}));
 }
 
+// alltoallv has no tuning table (its size is not one count) but is forced like the others.
+TEST_F(TunerTest, EnvironmentForcesAnAlltoallvAlgorithm) {
+  ScopedEnv forced("BRAID_ALGO_ALLTOALLV", "pairwise");
+  EXPECT_EQ(choose_algorithm(args(0, OpKind::kAlltoallv), "").name, "pairwise");
+  const std::int64_t counts[] = {2}, displs[] = {0};
+  const float send[2] = {1, 2};
+  float recv[2] = {};
+  alltoallv(*comm_, send, counts, displs, recv, counts, displs, DType::kF32);
+  EXPECT_EQ(recv[0], 1);
+  EXPECT_EQ(recv[1], 2);
+}
+
+TEST_F(TunerTest, UnknownAlltoallvNameInTheEnvironmentListsTheChoices) {
+  ScopedEnv forced("BRAID_ALGO_ALLTOALLV", "ring");
+  const std::int64_t counts[] = {1}, displs[] = {0};
+  const float send = 1;
+  float recv = 0;
+  try {
+    alltoallv(*comm_, &send, counts, displs, &recv, counts, displs, DType::kF32);
+    FAIL() << "no error";
+  } catch (const InvalidArgument& e) {
+    std::string message = e.what();
+    EXPECT_NE(message.find("BRAID_ALGO_ALLTOALLV='ring' is not an algorithm of alltoallv"), std::string::npos)
+        << message;
+    EXPECT_NE(message.find("(available: pairwise)"), std::string::npos) << message;
+  }
+  EXPECT_NO_THROW(alltoallv(*comm_, &send, counts, displs, &recv, counts, displs, DType::kF32, {.algorithm = "pairwise"}));
+  EXPECT_EQ(recv, 1);
+  EXPECT_THROW(alltoallv(*comm_, &send, counts, displs, &recv, counts, displs, DType::kF32, {.algorithm = "ring"}),
+               InvalidArgument);
+}
+
 TEST_F(TunerTest, EnvironmentIsReadOncePerCommunicator) {
   EXPECT_EQ(choose_algorithm(args(10), "").name, builtin_choice(OpKind::kAllreduce, 10));
   ScopedEnv forced("BRAID_ALGO_ALLREDUCE", "tree");

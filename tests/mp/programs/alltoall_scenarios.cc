@@ -1,12 +1,14 @@
 // The `alltoall` scenario: alltoall (out of place and in place) and alltoallv (irregular
-// counts, zeros included, blocks laid out in reverse peer order with gaps) over dtypes x
-// counts, checked bit for bit on every rank; and the argument checks of alltoallv. The
+// counts, zeros included, blocks laid out in reverse peer order with gaps), every registered
+// algorithm of each, over dtypes x counts, checked bit for bit on every rank; and the argument
+// checks of alltoallv. The
 // `alltoallv-mismatch` scenario makes the last rank expect one element more from rank 0.
 //
 // The element j of the block from rank src to rank dst is a small integer derived from
 // (src, dst, j), exact in every dtype, so each receiver knows every expected byte.
 #include <cstring>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "braid/base/element_value.h"
@@ -63,7 +65,7 @@ class AlltoallChecker {
 
  private:
   void alltoall_case(const AlgorithmEntry& algorithm, DType dtype, std::int64_t count, bool in_place);
-  void alltoallv_case(DType dtype, std::int64_t base);
+  void alltoallv_case(std::string_view algorithm, DType dtype, std::int64_t base);
   void argument_checks();
   CollectiveArgs probe_args() {
     return {.comm = comm_, .op = OpKind::kAlltoall, .seq = 0, .send = nullptr, .recv = nullptr, .count = 1,
@@ -104,7 +106,8 @@ void AlltoallChecker::alltoall_case(const AlgorithmEntry& algorithm, DType dtype
   if (!in_place) compare(what + " (send buffer modified)", send, original);
 }
 
-void AlltoallChecker::alltoallv_case(DType dtype, std::int64_t base) {
+// `algorithm` empty: the tuner's choice (BRAID_ALGO_ALLTOALLV where set).
+void AlltoallChecker::alltoallv_case(std::string_view algorithm, DType dtype, std::int64_t base) {
   const int n = comm_.size(), r = comm_.rank();
   const std::size_t elem = dtype_size(dtype);
   Counts send_counts, recv_counts, send_displs, recv_displs;
@@ -121,8 +124,10 @@ void AlltoallChecker::alltoallv_case(DType dtype, std::int64_t base) {
   }
   Bytes recv(want.size(), kGarbage);
   alltoallv(comm_, send.data(), send_counts.data(), send_displs.data(), recv.data(), recv_counts.data(),
-            recv_displs.data(), dtype);
-  compare("alltoallv " + std::string(dtype_name(dtype)) + " base=" + std::to_string(base), recv, want);
+            recv_displs.data(), dtype, {.algorithm = std::string(algorithm)});
+  compare("alltoallv/" + std::string(algorithm.empty() ? "(tuner)" : algorithm) + " " + std::string(dtype_name(dtype)) + " base=" +
+              std::to_string(base),
+          recv, want);
 }
 
 // Local checks, before any message: every rank raises the same InvalidArgument.
@@ -146,6 +151,10 @@ void AlltoallChecker::argument_checks() {
   expect_invalid("alltoallv negative recv displacement", [&] {
     alltoallv(comm_, buffer, zeros.data(), zeros.data(), buffer + 1, zeros.data(), negative.data(), DType::kF32);
   });
+  expect_invalid("alltoallv unknown algorithm", [&] {
+    alltoallv(comm_, buffer, zeros.data(), zeros.data(), buffer + 1, zeros.data(), zeros.data(), DType::kF32,
+              {.algorithm = "no-such-algorithm"});
+  });
   expect_invalid("alltoall negative count", [&] { alltoall(comm_, buffer, buffer + 1, -1, DType::kF32); });
   expect_invalid("alltoall unknown algorithm", [&] {
     alltoall(comm_, buffer, buffer + 1, 0, DType::kF32, {.algorithm = "no-such-algorithm"});
@@ -160,7 +169,10 @@ void AlltoallChecker::run_all() {
         if (algorithm->supports != nullptr && !algorithm->supports(probe_args())) continue;
         for (bool in_place : {false, true}) alltoall_case(*algorithm, dtype, count, in_place);
       }
-      alltoallv_case(dtype, count);
+      alltoallv_case("", dtype, count);
+      for (const AlgorithmEntry* algorithm : algorithms_for(OpKind::kAlltoallv)) {
+        alltoallv_case(algorithm->name, dtype, count);
+      }
     }
   }
 }

@@ -155,6 +155,11 @@ void check_bad_arguments(Communicator& comm, Checks& checks) {
     expect_invalid_at_call(checks, "negative alltoallv count", [&] {
       ialltoallv(comm, b, counts.data(), displs.data(), b + n, counts.data(), displs.data(), DType::kF32);
     });
+    std::vector<std::int64_t> zeros(static_cast<std::size_t>(n), 0);
+    expect_invalid_at_call(checks, "bad alltoallv algorithm", [&] {
+      ialltoallv(comm, b, zeros.data(), zeros.data(), b + n, zeros.data(), zeros.data(), DType::kF32,
+                 {.algorithm = "nope"});
+    });
   }
   Allreduce after(comm, 1000, true);
   after.work.wait();

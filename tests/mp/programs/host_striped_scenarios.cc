@@ -18,6 +18,7 @@
 #include "braid/collectives/algorithm_registry.h"
 #include "braid/collectives/collective_observer.h"
 #include "braid/collectives/collectives.h"
+#include "braid/collectives/tuner.h"
 #include "scenario.h"
 
 namespace braid::testing {
