@@ -83,7 +83,7 @@ class Fabric {
   void shutdown() noexcept;
 
  private:
-  Transport& route(int peer);
+  Transport& route(int peer) REQUIRES(mu_);  // every transport call but sleep() is made under mu_
   bool progress_locked() REQUIRES(mu_);
   void check_peers_locked() REQUIRES(mu_);
   void sleep_until_activity(const RequestPtr& request, Seconds max_wait);
