@@ -2,6 +2,8 @@
 
 #include <utility>
 
+#include "braid/base/start_thread.h"
+
 namespace braid {
 
 namespace {
@@ -33,11 +35,14 @@ CollectiveQueue::~CollectiveQueue() {
 }
 
 Work CollectiveQueue::submit(ErrorContext context, std::function<void()> task) {
+  const int rank = context.rank;
   auto work = std::make_shared<TaskWorkState>(std::move(context));
   {
     MutexLock lock(mu_);
     // Started first: if the system refuses a thread, submit throws and nothing is queued.
-    if (!worker_.joinable()) worker_ = std::thread(&CollectiveQueue::run_worker, this);
+    if (!worker_.joinable()) {
+      worker_ = start_thread({.rank = rank, .op = "collective queue"}, [this] { run_worker(); });
+    }
     tasks_.push_back({std::move(task), work});
   }
   task_queued_.notify_one();
