@@ -2,6 +2,12 @@
 # warnings, include root and C++ standard, and states its dependencies explicitly.
 
 set(BRAID_WARNINGS -Wall -Wextra -Wpedantic -Wshadow -Wnon-virtual-dtor -Wno-missing-field-initializers)
+if(BRAID_THREAD_SAFETY_ANALYSIS AND CMAKE_CXX_COMPILER_ID MATCHES "Clang")
+  list(APPEND BRAID_WARNINGS -Wthread-safety -Werror=thread-safety)
+endif()
+
+# braid_libraries: every library below (scripts/thread_safety.sh builds just these).
+add_custom_target(braid_libraries)
 
 # braid_library(NAME base SOURCES a.cc ... DEPS other_targets... [INTERNAL])
 # Creates the static library braid_<NAME> with alias braid::<NAME>, exported for install
@@ -18,6 +24,7 @@ function(braid_library)
     $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
   target_link_libraries(${target} PUBLIC ${ARG_DEPS})
   set_target_properties(${target} PROPERTIES EXPORT_NAME ${ARG_NAME})
+  add_dependencies(braid_libraries ${target})
   if(NOT ARG_INTERNAL)
     set_property(GLOBAL APPEND PROPERTY BRAID_EXPORTED_TARGETS ${target})
   endif()

@@ -5,5 +5,7 @@ cd "$(dirname "$0")/.."
 
 bash scripts/setup.sh
 bash scripts/build.sh
+# Every library again with clang, its thread-safety analysis as errors (./build-tsa, libraries only).
+bash scripts/thread_safety.sh
 # Two at a time: multi-process tests start up to 5 ranks each on this 2-core machine.
 ctest --test-dir build --output-on-failure -j 2 "$@"

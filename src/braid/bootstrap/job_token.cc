@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "braid/base/check.h"
 #include "braid/base/log.h"
 #include "braid/base/random.h"
 #include "braid/bootstrap/byte_codec.h"
@@ -77,9 +78,7 @@ std::string encode_hello(const Hello& hello) {
 }
 
 Hello decode_hello(std::string_view frame, const ErrorContext& ctx) {
-  if (frame.size() != kHelloBytes) {
-    throw Corrupt(ctx, fmt::format("hello frame has {} bytes, expected {}", frame.size(), kHelloBytes));
-  }
+  BRAID_CHECK_EQ(frame.size(), kHelloBytes, Corrupt, ctx, "hello frame size");
   ByteReader r(frame, "hello frame");
   std::uint32_t magic = r.u32();
   if (magic != kHelloMagic) {

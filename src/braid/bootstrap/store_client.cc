@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "braid/base/check.h"
 #include "braid/bootstrap/job_token.h"
 #include "braid/bootstrap/socket.h"
 #include "braid/bootstrap/store.h"
@@ -32,7 +33,7 @@ std::string format_keys(const std::vector<std::string>& keys) {
 bool is_waiting_op(Op op) { return op == Op::kGet || op == Op::kWait; }
 
 bool decode_flag(const Response& response, const ErrorContext& ctx) {
-  if (response.value.size() != 1) throw Corrupt(ctx, fmt::format("store answered {} bytes for a flag", response.value.size()));
+  BRAID_CHECK_EQ(response.value.size(), 1, Corrupt, ctx, "store answer to a flag query");
   return response.value[0] != 0;
 }
 

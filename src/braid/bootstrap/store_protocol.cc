@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "braid/base/check.h"
 #include "braid/base/error.h"
 #include "braid/bootstrap/byte_codec.h"
 
@@ -106,7 +107,7 @@ Request decode_request(std::string_view payload) {
     throw Corrupt({}, fmt::format("{} with a {}-byte value", op_name(request.op), value_length));
   }
   request.value = std::string(r.bytes(value_length));
-  if (r.remaining() != 0) throw Corrupt({}, fmt::format("{} trailing bytes after a store request", r.remaining()));
+  BRAID_CHECK_EQ(r.remaining(), 0, Corrupt, {}, "trailing bytes after a store request");
   return request;
 }
 
@@ -130,7 +131,7 @@ Response decode_response(std::string_view payload) {
   std::uint32_t length = r.u32();
   if (length > kMaxValueBytes) throw Corrupt({}, fmt::format("store response value of {} bytes", length));
   response.value = std::string(r.bytes(length));
-  if (r.remaining() != 0) throw Corrupt({}, fmt::format("{} trailing bytes after a store response", r.remaining()));
+  BRAID_CHECK_EQ(r.remaining(), 0, Corrupt, {}, "trailing bytes after a store response");
   return response;
 }
 
@@ -143,7 +144,7 @@ std::string encode_i64(std::int64_t value) {
 }
 
 std::int64_t decode_i64(std::string_view bytes) {
-  if (bytes.size() != 8) throw Corrupt({}, fmt::format("counter of {} bytes, expected 8", bytes.size()));
+  BRAID_CHECK_EQ(bytes.size(), 8, Corrupt, {}, "store counter size");
   return net::ByteReader(bytes, "counter").i64();
 }
 

@@ -27,6 +27,7 @@
 #include <fmt/format.h>
 
 #include "braid/base/log.h"
+#include "braid/base/start_thread.h"
 #include "braid/bootstrap/job_token.h"
 #include "braid/bootstrap/socket.h"
 #include "braid/bootstrap/store.h"
@@ -459,7 +460,7 @@ StoreServer::StoreServer(const std::string& bind_addr, std::uint16_t port, std::
   address_ = net::format_endpoint(net::local_address(listen_fd.get()), port_);
   net::warn_if_no_token(token);
   loop_ = std::make_unique<Loop>(std::move(listen_fd), std::move(token), address_, handshake_timeout);
-  thread_ = std::thread([loop = loop_.get()] { loop->run(); });
+  thread_ = start_thread({.op = "store.serve"}, [loop = loop_.get()] { loop->run(); });
   log::info("rendezvous store serving on {}", address_);
 }
 

@@ -13,10 +13,10 @@
 
 #include <cstdint>
 #include <functional>
-#include <mutex>
 #include <string_view>
 
 #include "braid/base/clock.h"
+#include "braid/base/mutex.h"
 #include "braid/collectives/collective_args.h"
 #include "braid/comm/communicator.h"
 
@@ -37,17 +37,17 @@ class CollectiveObserver final : public CommAttachment {
   using Callback = std::function<void(const CollectiveRecord&)>;
   // Replaces the callback; an empty one stops observing.
   void set(Callback callback) {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     callback_ = std::move(callback);
   }
   void notify(const CollectiveRecord& record) const {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (callback_) callback_(record);
   }
 
  private:
-  mutable std::mutex mu_;
-  Callback callback_;  // GUARDED_BY(mu_)
+  mutable Mutex mu_;
+  Callback callback_ GUARDED_BY(mu_);
 };
 
 // Runs `run` (an algorithm on `args`) and reports it to the communicator's observer, if any.

@@ -2,6 +2,8 @@
 
 #include <utility>
 
+#include "braid/base/start_thread.h"
+
 namespace braid {
 
 namespace {
@@ -23,7 +25,7 @@ void run_task(std::function<void()>& run, TaskWorkState& work) noexcept {
 
 CollectiveQueue::~CollectiveQueue() {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     stopping_ = true;
   }
   task_queued_.notify_all();
@@ -33,11 +35,14 @@ CollectiveQueue::~CollectiveQueue() {
 }
 
 Work CollectiveQueue::submit(ErrorContext context, std::function<void()> task) {
+  const int rank = context.rank;
   auto work = std::make_shared<TaskWorkState>(std::move(context));
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     // Started first: if the system refuses a thread, submit throws and nothing is queued.
-    if (!worker_.joinable()) worker_ = std::thread(&CollectiveQueue::run_worker, this);
+    if (!worker_.joinable()) {
+      worker_ = start_thread({.rank = rank, .op = "collective queue"}, [this] { run_worker(); });
+    }
     tasks_.push_back({std::move(task), work});
   }
   task_queued_.notify_one();
@@ -45,27 +50,29 @@ Work CollectiveQueue::submit(ErrorContext context, std::function<void()> task) {
 }
 
 void CollectiveQueue::drain() noexcept {
-  std::unique_lock lock(mu_);
+  MutexLock lock(mu_);
   if (on_worker_locked()) return;
-  drained_.wait(lock, [&] { return tasks_.empty() && !running_; });
+  drained_.wait(mu_, [&]() REQUIRES(mu_) { return tasks_.empty() && !running_; });
 }
 
 bool CollectiveQueue::busy() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return running_ || !tasks_.empty();
 }
 
 void CollectiveQueue::run_worker() {
-  std::unique_lock lock(mu_);
   for (;;) {
-    task_queued_.wait(lock, [&] { return stopping_ || !tasks_.empty(); });
-    if (tasks_.empty()) return;  // stopping, and every task has run
-    Task task = std::move(tasks_.front());
-    tasks_.pop_front();
-    running_ = true;
-    lock.unlock();
+    Task task;
+    {
+      MutexLock lock(mu_);
+      task_queued_.wait(mu_, [&]() REQUIRES(mu_) { return stopping_ || !tasks_.empty(); });
+      if (tasks_.empty()) return;  // stopping, and every task has run
+      task = std::move(tasks_.front());
+      tasks_.pop_front();
+      running_ = true;
+    }
     run_task(task.run, *task.work);
-    lock.lock();
+    MutexLock lock(mu_);
     running_ = false;
     if (tasks_.empty()) drained_.notify_all();
   }

@@ -24,14 +24,13 @@
 // the worker itself: a running task cannot wait for the queue it is part of.
 #pragma once
 
-#include <condition_variable>
 #include <deque>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <thread>
 
 #include "braid/base/error.h"
+#include "braid/base/mutex.h"
 #include "braid/comm/communicator.h"
 #include "braid/comm/task_work_state.h"
 #include "braid/comm/work.h"
@@ -67,15 +66,15 @@ class CollectiveQueue : public CommAttachment {
   };
 
   void run_worker();
-  bool on_worker_locked() const { return worker_.get_id() == std::this_thread::get_id(); }
+  bool on_worker_locked() const REQUIRES(mu_) { return worker_.get_id() == std::this_thread::get_id(); }
 
-  mutable std::mutex mu_;
-  std::condition_variable task_queued_;  // tasks_ gained a task, or stopping_ was set
-  std::condition_variable drained_;      // tasks_ emptied with no task running
-  std::deque<Task> tasks_;               // GUARDED_BY(mu_); not yet started, oldest first
-  bool running_ = false;                 // GUARDED_BY(mu_); a task is on the worker now
-  bool stopping_ = false;                // GUARDED_BY(mu_); the destructor has begun
-  std::thread worker_;                   // GUARDED_BY(mu_); started by the first submit
+  mutable Mutex mu_;
+  CondVar task_queued_;                         // tasks_ gained a task, or stopping_ was set
+  CondVar drained_;                             // tasks_ emptied with no task running
+  std::deque<Task> tasks_ GUARDED_BY(mu_);      // not yet started, oldest first
+  bool running_ GUARDED_BY(mu_) = false;        // a task is on the worker now
+  bool stopping_ GUARDED_BY(mu_) = false;       // the destructor has begun
+  std::thread worker_ GUARDED_BY(mu_);          // started by the first submit
 };
 
 }  // namespace braid

@@ -12,7 +12,6 @@
 // `send` is only read. Partials live in recv on the root and in scratch elsewhere (recv is not
 // significant there); leaves send their input directly.
 #include <cstring>
-#include <ranges>
 #include <vector>
 
 #include "braid/collectives/algorithms.h"
@@ -31,7 +30,10 @@ void reduce_binomial(const CollectiveArgs& args) {
     std::byte* scratch = args.comm.scratch(me == 0 ? bytes : 2 * bytes);
     std::byte* acc = me == 0 ? args.recv : scratch + bytes;
     if (acc != args.send) std::memcpy(acc, args.send, bytes);
-    for (int child : std::views::reverse(children)) {
+    // Reverse iterators, not std::views::reverse: clang 14 cannot compile libstdc++ 12's
+    // (scripts/thread_safety.sh builds the library with clang).
+    for (auto child_it = children.rbegin(); child_it != children.rend(); ++child_it) {
+      const int child = *child_it;
       args.comm.post_collective_recv(scratch, args.envelope(args.count), tree::to_absolute(child, root, n)).wait();
       reduce_into(acc, scratch, static_cast<std::size_t>(args.count), args.dtype, args.reduce_op);
     }

@@ -170,7 +170,8 @@ std::string tuning_json(const TuningTable& table, std::string_view metadata_json
                      {"max_hosts", bound_json(static_cast<std::uint64_t>(rule.max_hosts), kNoRankLimit)}});
   }
   json doc = {{"format", "braid-tuning"}, {"version", kTuningFileVersion}, {"metadata", metadata}, {"rules", rules}};
-  return doc.dump(2) + "\n";
+  // Replaced, not thrown: an algorithm name in a hand-built table may be any bytes.
+  return doc.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
 }
 
 }  // namespace braid

@@ -54,7 +54,7 @@ Communicator& Communicator::operator=(Communicator&& other) noexcept {
   if (this == &other) return *this;
   for_each_attachment(&CommAttachment::quiesce);
   other.for_each_attachment(&CommAttachment::quiesce);
-  attachments_.clear();  // before the connections they may use
+  take_attachments();  // destroyed outside the lock, before the connections they may use
   world_ = std::move(other.world_);
   members_ = std::move(other.members_);
   rank_ = other.rank_;
@@ -63,7 +63,9 @@ Communicator& Communicator::operator=(Communicator&& other) noexcept {
   next_collective_seq_ = other.next_collective_seq_;
   next_send_seq_ = other.next_send_seq_;
   scratch_ = std::move(other.scratch_);
-  attachments_ = std::move(other.attachments_);
+  Attachments theirs = other.take_attachments();
+  MutexLock lock(attachments_mu_);
+  attachments_ = std::move(theirs);
   return *this;
 }
 
@@ -71,11 +73,16 @@ Communicator& Communicator::operator=(Communicator&& other) noexcept {
 // attachments while it runs: finish it before any attachment is destroyed.
 Communicator::~Communicator() { for_each_attachment(&CommAttachment::quiesce); }
 
+Communicator::Attachments Communicator::take_attachments() {
+  MutexLock lock(attachments_mu_);
+  return std::exchange(attachments_, {});
+}
+
 void Communicator::for_each_attachment(void (CommAttachment::*hook)() noexcept) {
   for (std::size_t i = 0;; ++i) {
     CommAttachment* attachment = nullptr;
     {
-      std::lock_guard lock(attachments_mu_);
+      MutexLock lock(attachments_mu_);
       if (i >= attachments_.size()) return;
       attachment = attachments_[i].second.get();
     }

@@ -23,7 +23,6 @@
 
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -32,6 +31,7 @@
 #include <vector>
 
 #include "braid/base/dtype.h"
+#include "braid/base/mutex.h"
 #include "braid/comm/scratch_buffer.h"
 #include "braid/comm/topology.h"
 #include "braid/comm/work.h"
@@ -124,7 +124,7 @@ class Communicator {
   T& attachment(Args&&... args) {
     if (T* found = find_attachment<T>()) return *found;
     auto created = std::make_unique<T>(std::forward<Args>(args)...);
-    std::lock_guard lock(attachments_mu_);
+    MutexLock lock(attachments_mu_);
     for (auto& [type, value] : attachments_) {
       if (type == std::type_index(typeid(T))) return static_cast<T&>(*value);  // raced: keep the first
     }
@@ -135,7 +135,7 @@ class Communicator {
   // The attachment of type T if it exists, else nullptr (creates nothing).
   template <class T>
   T* find_attachment() const {
-    std::lock_guard lock(attachments_mu_);
+    MutexLock lock(attachments_mu_);
     for (auto& [type, value] : attachments_) {
       if (type == std::type_index(typeid(T))) return static_cast<T*>(value.get());
     }
@@ -149,6 +149,8 @@ class Communicator {
   // Calls `hook` on every attachment, those created while it runs included, without holding
   // the lock during the call (a hook may wait for background work that creates attachments).
   void for_each_attachment(void (CommAttachment::*hook)() noexcept);
+  using Attachments = std::vector<std::pair<std::type_index, std::unique_ptr<CommAttachment>>>;
+  Attachments take_attachments();  // leaves none
 
   std::shared_ptr<World> world_;
   std::vector<int> members_;  // communicator rank -> world rank
@@ -159,8 +161,8 @@ class Communicator {
   std::int64_t next_send_seq_ = 0;
   ScratchBuffer scratch_;
   // Last, so that attachments (which may use the communicator) are destroyed first.
-  mutable std::mutex attachments_mu_;  // not moved: each Communicator object has its own
-  std::vector<std::pair<std::type_index, std::unique_ptr<CommAttachment>>> attachments_;  // GUARDED_BY(attachments_mu_)
+  mutable Mutex attachments_mu_;  // not moved: each Communicator object has its own
+  Attachments attachments_ GUARDED_BY(attachments_mu_);
 };
 
 }  // namespace braid

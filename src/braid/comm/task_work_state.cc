@@ -8,7 +8,7 @@ namespace braid {
 
 void TaskWorkState::finish(std::exception_ptr error) {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     error_ = std::move(error);
     done_.store(true, std::memory_order_release);
   }
@@ -20,11 +20,11 @@ void TaskWorkState::rethrow_if_failed() const {
 }
 
 void TaskWorkState::wait(std::optional<Seconds> timeout) {
-  std::unique_lock lock(mu_);
+  MutexLock lock(mu_);
   auto is_done = [&] { return done_.load(std::memory_order_relaxed); };
   if (!timeout) {
-    finished_.wait(lock, is_done);
-  } else if (!finished_.wait_for(lock, *timeout, is_done)) {
+    finished_.wait(mu_, is_done);
+  } else if (!finished_.wait_for(mu_, *timeout, is_done)) {
     // Not fatal, unlike a transport timeout: nothing is out of step, the task goes on.
     throw Timeout(context_, fmt::format("not finished after {:.3g} s; the operation keeps running in the "
                                         "background, and a later wait() can still collect it",

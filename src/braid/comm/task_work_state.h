@@ -11,12 +11,11 @@
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <exception>
-#include <mutex>
 #include <optional>
 
 #include "braid/base/error.h"
+#include "braid/base/mutex.h"
 #include "braid/comm/work.h"
 
 namespace braid {
@@ -34,12 +33,13 @@ class TaskWorkState final : public WorkState {
   bool completed() const override { return done_.load(std::memory_order_acquire); }
 
  private:
-  void rethrow_if_failed() const;
+  // REQUIRES: mu_ held, or done_ seen (error_ is immutable then).
+  void rethrow_if_failed() const NO_THREAD_SAFETY_ANALYSIS;
 
   const ErrorContext context_;
-  mutable std::mutex mu_;
-  std::condition_variable finished_;
-  std::exception_ptr error_;       // GUARDED_BY(mu_) until done_, immutable after
+  mutable Mutex mu_;
+  CondVar finished_;
+  std::exception_ptr error_ GUARDED_BY(mu_);  // until done_, immutable after
   // Written once (release) under mu_ after error_; read (acquire) without the lock, so that
   // test() and completed() never block behind a waiter.
   std::atomic<bool> done_{false};

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "braid/base/check.h"
 #include "braid/base/error.h"
 #include "braid/compress/codec_impl.h"
 
@@ -55,10 +56,8 @@ PayloadHeader expect_header(std::span<const std::byte> payload, CodecId codec, s
   if (header.codec != codec) {
     corrupt_payload(codec, fmt::format("the header names codec {}", codec_name(header.codec)));
   }
-  if (header.count != out_count) {
-    throw InvalidArgument({.op = "decode"}, fmt::format("{} payload holds {} elements but the output has {}",
-                                                        codec_name(codec), header.count, out_count));
-  }
+  BRAID_CHECK_EQ(header.count, out_count, InvalidArgument, {.op = "decode"},
+                 "{} payload: element count vs output length", codec_name(codec));
   return header;
 }
 

@@ -24,6 +24,7 @@
 
 #include <fmt/format.h>
 
+#include "braid/base/check.h"
 #include "braid/base/error.h"
 #include "braid/compress/codec_impl.h"
 #include "braid/compress/quantize_kernels.h"
@@ -73,10 +74,8 @@ class Int8Codec final : public Codec {
     std::size_t block = header.block;
     if (block < 1 || block > kMaxBlock) corrupt_payload(CodecId::kInt8, fmt::format("block size {}", header.block));
     std::size_t count = out.size();
-    if (header.payload_bytes != body_bytes(count, block)) {
-      corrupt_payload(CodecId::kInt8, fmt::format("{} body bytes for {} elements in blocks of {} (expected {})",
-                                                  header.payload_bytes, count, block, body_bytes(count, block)));
-    }
+    BRAID_CHECK_EQ(header.payload_bytes, body_bytes(count, block), Corrupt, {.op = "decode"},
+                   "compressed payload (int8): body bytes for {} elements in blocks of {}", count, block);
     const std::byte* scales = body_of(payload).data();
     const auto* q = reinterpret_cast<const std::int8_t*>(scales + block_count(count, block) * sizeof(float));
     check_block_scales(scales, block_count(count, block), CodecId::kInt8);

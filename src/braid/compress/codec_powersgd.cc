@@ -15,6 +15,7 @@
 
 #include <fmt/format.h>
 
+#include "braid/base/check.h"
 #include "braid/base/error.h"
 #include "braid/compress/codec_impl.h"
 #include "braid/compress/powersgd_math.h"
@@ -101,11 +102,8 @@ class PowerSgdCodec final : public Codec {
       corrupt_payload(CodecId::kPowerSgd, fmt::format("rank {} for a {}x{} matrix", r, shape.rows, shape.cols));
     }
     std::size_t floats = factor_floats(r, shape);  // <= 2 * count: no overflow
-    if (header.payload_bytes != floats * sizeof(float)) {
-      corrupt_payload(CodecId::kPowerSgd, fmt::format("{} body bytes for rank {} and {}x{} (expected {})",
-                                                      header.payload_bytes, r, shape.rows, shape.cols,
-                                                      floats * sizeof(float)));
-    }
+    BRAID_CHECK_EQ(header.payload_bytes, floats * sizeof(float), Corrupt, {.op = "decode"},
+                   "compressed payload (powersgd): body bytes for rank {} and {}x{}", r, shape.rows, shape.cols);
     const std::byte* body = body_of(payload).data();
     std::vector<float> p = copy_floats_in(body, static_cast<std::size_t>(shape.rows * r));
     std::vector<float> q = copy_floats_in(body + p.size() * sizeof(float), static_cast<std::size_t>(shape.cols * r));

@@ -14,6 +14,7 @@
 
 #include <fmt/format.h>
 
+#include "braid/base/check.h"
 #include "braid/base/error.h"
 #include "braid/compress/codec_impl.h"
 #include "braid/compress/random_indices.h"
@@ -68,10 +69,8 @@ class RandomKCodec final : public Codec {
       corrupt_payload(CodecId::kRandomK, fmt::format("element count {} does not fit 32-bit indices", header.count));
     }
     auto k = static_cast<std::size_t>(header.aux);
-    if (header.payload_bytes != k * sizeof(float)) {
-      corrupt_payload(CodecId::kRandomK, fmt::format("{} body bytes for k = {} (expected {})", header.payload_bytes,
-                                                     k, k * sizeof(float)));
-    }
+    BRAID_CHECK_EQ(header.payload_bytes, k * sizeof(float), Corrupt, {.op = "decode"},
+                   "compressed payload (randomk): body bytes for k = {}", k);
     std::vector<std::uint32_t> indices(k);
     draw_random_indices(header.seed, static_cast<std::int64_t>(header.count), static_cast<std::int64_t>(k), indices);
     const std::byte* values = body_of(payload).data();

@@ -23,6 +23,7 @@
 
 #include <fmt/format.h>
 
+#include "braid/base/check.h"
 #include "braid/base/error.h"
 #include "braid/compress/codec_impl.h"
 #include "braid/compress/quantize_kernels.h"
@@ -80,10 +81,8 @@ class SignCodec final : public Codec {
     std::size_t block = header.block;
     if (block < 1 || block > kMaxBlock) corrupt_payload(CodecId::kSign, fmt::format("block size {}", header.block));
     std::size_t count = out.size();
-    if (header.payload_bytes != body_bytes(count, block)) {
-      corrupt_payload(CodecId::kSign, fmt::format("{} body bytes for {} elements in blocks of {} (expected {})",
-                                                  header.payload_bytes, count, block, body_bytes(count, block)));
-    }
+    BRAID_CHECK_EQ(header.payload_bytes, body_bytes(count, block), Corrupt, {.op = "decode"},
+                   "compressed payload (sign): body bytes for {} elements in blocks of {}", count, block);
     const std::byte* scales = body_of(payload).data();
     const std::byte* bits = scales + block_count(count, block) * sizeof(float);
     if (count % 8 != 0 && (std::to_integer<unsigned>(bits[count / 8]) >> (count % 8)) != 0) {

@@ -13,6 +13,7 @@
 
 #include <fmt/format.h>
 
+#include "braid/base/check.h"
 #include "braid/base/error.h"
 #include "braid/compress/codec_impl.h"
 #include "braid/compress/topk_select.h"
@@ -66,10 +67,8 @@ class TopKCodec final : public Codec {
       corrupt_payload(CodecId::kTopK, fmt::format("k = {} exceeds the element count {}", header.aux, header.count));
     }
     auto k = static_cast<std::size_t>(header.aux);
-    if (header.payload_bytes != k * kPairBytes) {
-      corrupt_payload(CodecId::kTopK, fmt::format("{} body bytes for k = {} (expected {})", header.payload_bytes, k,
-                                                  k * kPairBytes));
-    }
+    BRAID_CHECK_EQ(header.payload_bytes, k * kPairBytes, Corrupt, {.op = "decode"},
+                   "compressed payload (topk): body bytes for k = {}", k);
     const std::byte* indices = body_of(payload).data();
     const std::byte* values = indices + k * sizeof(std::uint32_t);
     check_indices(indices, k, out.size());  // all of them before out is touched

@@ -12,7 +12,6 @@
 // Volume per rank: (n-1)/n of the compressed tensor twice, as a ring allreduce of it would.
 #include <algorithm>
 #include <cstring>
-#include <stdexcept>
 #include <vector>
 
 #include <fmt/format.h>
@@ -26,10 +25,12 @@ namespace braid::compress {
 namespace {
 
 // Receivers size their buffers from max_encoded_bytes, so the quantising codecs must fill it
-// exactly (they do: their size depends on the element count alone).
+// exactly (they do: their size depends on the element count alone). A codec that did not would
+// leave the peers reading the wrong bytes: the communicator is poisoned, so they raise too.
 void expect_exact_size(const CompressedCall& call, std::size_t written, std::size_t expected) {
   if (written != expected) {
-    throw std::logic_error(fmt::format("{}: codec wrote {} bytes where {} were announced", call.op, written, expected));
+    call.fail(Corrupt(call.context(-1),
+                      fmt::format("codec wrote {} bytes where {} were announced", written, expected)));
   }
 }
 

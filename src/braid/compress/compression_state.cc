@@ -115,8 +115,10 @@ void CompressionState::deserialize(std::span<const std::byte> image) {
   auto entries = r.get<std::uint64_t>();
   std::map<std::string, std::vector<float>> loaded;
   for (std::uint64_t e = 0; e < entries; ++e) {
-    std::string key(r.get<std::uint32_t>(), '\0');
-    if (key.size() > r.left()) ImageReader::fail("key runs past the end");
+    // Checked before allocating: a CRC32C is no proof against a crafted 4 GiB length.
+    auto key_bytes = r.get<std::uint32_t>();
+    if (key_bytes > r.left()) ImageReader::fail("key runs past the end");
+    std::string key(key_bytes, '\0');
     r.copy(key.data(), key.size());
     auto count = r.get<std::uint64_t>();
     if (count > r.left() / sizeof(float)) ImageReader::fail(fmt::format("entry '{}' runs past the end", key));

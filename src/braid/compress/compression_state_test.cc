@@ -1,7 +1,15 @@
 #include "braid/compress/compression_state.h"
 
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+
 #include <gtest/gtest.h>
 
+#include "braid/base/crc32c.h"
 #include "braid/base/error.h"
 
 namespace braid::compress {
@@ -64,6 +72,52 @@ TEST(CompressionStateTest, DamagedImagesAreCorruptAndLeaveTheStateAlone) {
     EXPECT_THROW(target.deserialize(bad), Corrupt) << "byte " << byte;
   }
   EXPECT_EQ(target.find("keep", kResidualRole)[0], 1.0f);
+}
+
+// Bytes of address space this process maps now (/proc/self/statm: pages).
+rlim_t address_space_in_use() {
+  std::ifstream statm("/proc/self/statm");
+  rlim_t pages = 0;
+  statm >> pages;
+  return pages * static_cast<rlim_t>(::sysconf(_SC_PAGESIZE));
+}
+
+// A crafted image (its CRC32C recomputed) whose first key claims 4 GiB: refused as Corrupt
+// before anything that large is allocated (it used to allocate first, then check).
+TEST(CompressionStateTest, AHugeKeyLengthIsRefusedBeforeAllocating) {
+  auto image = sample().serialize();
+  const std::size_t key_length_at = 4 + 4 + 8;  // magic, version, entry count
+  const std::uint32_t huge = 0xFFFFFFFFu;
+  std::memcpy(image.data() + key_length_at, &huge, sizeof(huge));
+  const std::uint32_t crc = crc32c(image.data(), image.size() - 4);
+  std::memcpy(image.data() + image.size() - 4, &crc, sizeof(crc));
+  CompressionState target;
+  try {
+    target.deserialize(image);
+    FAIL() << "accepted";
+  } catch (const Corrupt& e) {
+    EXPECT_NE(std::string(e.what()).find("key runs past the end"), std::string::npos) << e.what();
+  }
+#if !defined(__SANITIZE_ADDRESS__)
+  // In a child with 1 GiB of address space to spare: allocating the key first fails there
+  // (std::bad_alloc, exit 1) instead of being refused (exit 0).
+  EXPECT_EXIT(
+      {
+        rlimit limit{};
+        ::getrlimit(RLIMIT_AS, &limit);
+        limit.rlim_cur = address_space_in_use() + (rlim_t{1} << 30);
+        ::setrlimit(RLIMIT_AS, &limit);
+        try {
+          target.deserialize(image);
+        } catch (const Corrupt&) {
+          std::_Exit(0);
+        } catch (...) {
+          std::_Exit(1);
+        }
+        std::_Exit(2);
+      },
+      ::testing::ExitedWithCode(0), "");
+#endif
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "braid/base/check.h"
 #include "braid/base/error.h"
 #include "braid/compress/codec_impl.h"
 #include "braid/compress/quantize_kernels.h"
@@ -53,13 +54,11 @@ void check_quantized_count(std::int64_t count, Shape shape, CodecId codec) {
 
 void check_encode_buffers(CodecId codec, std::size_t count, std::span<std::byte> out, std::size_t needed,
                           std::span<float> decoded) {
-  if (out.size() < needed) {
-    throw InvalidArgument({.op = "encode"}, fmt::format("{}: output buffer of {} bytes, {} needed for {} elements",
-                                                        codec_name(codec), out.size(), needed, count));
-  }
-  if (!decoded.empty() && decoded.size() != count) {
-    throw InvalidArgument({.op = "encode"}, fmt::format("{}: decoded output has {} elements, the input {}",
-                                                        codec_name(codec), decoded.size(), count));
+  BRAID_CHECK_GE(out.size(), needed, InvalidArgument, {.op = "encode"}, "{}: output bytes for {} elements",
+                 codec_name(codec), count);
+  if (!decoded.empty()) {
+    BRAID_CHECK_EQ(decoded.size(), count, InvalidArgument, {.op = "encode"}, "{}: decoded output elements",
+                   codec_name(codec));
   }
 }
 

@@ -14,6 +14,7 @@
 #include <emmintrin.h>
 #endif
 
+#include "braid/base/check.h"
 #include "braid/base/error.h"
 #include "braid/compress/random_indices.h"
 
@@ -146,9 +147,7 @@ void TopkSelector::select(std::span<const float> x, std::int64_t k, std::span<st
     throw InvalidArgument({.op = "topk"}, fmt::format("{} elements do not fit 32-bit indices", x.size()));
   }
   if (k < 0 || k > n) throw InvalidArgument({.op = "topk"}, fmt::format("k = {} is outside [0, n = {}]", k, n));
-  if (indices.size() != static_cast<std::size_t>(k)) {
-    throw InvalidArgument({.op = "topk"}, fmt::format("output holds {} indices, k = {}", indices.size(), k));
-  }
+  BRAID_CHECK_EQ(indices.size(), k, InvalidArgument, {.op = "topk"}, "indices in the output");
   if (k == 0) return;
   if (k == n) {
     std::iota(indices.begin(), indices.end(), 0u);

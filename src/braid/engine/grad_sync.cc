@@ -117,7 +117,7 @@ void GradSync::adopt_plan(engine::BucketPlan plan) {
 
 void GradSync::mark_ready(int param) {
   if (!sync_) return;
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   ensure_plan();
   for (int bucket : tracker_->mark_ready(param)) launch(bucket);
 }
@@ -166,7 +166,7 @@ GradSyncStats GradSync::finish() {
   auto start = Clock::now();
   std::vector<int> unused;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     ensure_plan();
     unused = tracker_->unready_params();
     for (int p : unused) unused_[static_cast<std::size_t>(p)] = 1;
@@ -189,7 +189,10 @@ GradSyncStats GradSync::finish() {
   }
   stats.buckets = static_cast<int>(runs_.size());
   if (step_ == 0 && options_.rebuild_buckets) rebuild_from_rank0_order();
-  tracker_->reset();
+  {
+    MutexLock lock(mu_);
+    tracker_->reset();
+  }
   std::fill(unused_.begin(), unused_.end(), 0);
   ++step_;
   if (own_trace_) own_trace_->step(static_cast<int>(step_));
@@ -233,7 +236,10 @@ void GradSync::agree_on_unused(const std::vector<int>& unused) {
                                                mine > 8 ? ", ..." : "")
                                 : fmt::format("rank {} had {} parameter(s) without a gradient", rank, *first);
   // Treat the step as failed: no gradient is written back.
-  tracker_->reset();
+  {
+    MutexLock lock(mu_);
+    tracker_->reset();
+  }
   std::fill(unused_.begin(), unused_.end(), 0);
   for (auto& run : runs_) run->launched = false;
   throw InvalidArgument({.rank = comm_.rank(), .peer = mine > 0 ? -1 : rank, .op = "GradSync::finish"},
@@ -246,6 +252,7 @@ void GradSync::agree_on_unused(const std::vector<int>& unused) {
 void GradSync::rebuild_from_rank0_order() {
   std::vector<std::int32_t> order(params_.size());
   if (comm_.rank() == 0) {
+    MutexLock lock(mu_);
     std::vector<char> seen(params_.size(), 0);
     std::size_t next = 0;
     for (int p : tracker_->observed_order()) {
@@ -259,6 +266,7 @@ void GradSync::rebuild_from_rank0_order() {
   std::vector<int> as_int(order.begin(), order.end());
   engine::BucketPlan rebuilt = engine::plan_buckets(param_infos(), as_int, plan_.cap_bytes);
   if (rebuilt == plan_) return;
+  MutexLock lock(mu_);
   adopt_plan(std::move(rebuilt));
   state_.clear();
 }
@@ -305,6 +313,7 @@ void GradSync::restore(const GradSyncSnapshot& snapshot) {
   if (step_ != 0 || planned_) throw InvalidArgument(context, "restore() must come before the first step");
   if (snapshot.step < 0) throw InvalidArgument(context, fmt::format("negative step {}", snapshot.step));
   if (!snapshot.bucket_order.empty()) {
+    MutexLock lock(mu_);
     ensure_plan();  // for the byte cap, which depends only on the parameters
     adopt_plan(engine::plan_buckets(param_infos(), snapshot.bucket_order, plan_.cap_bytes));
   }

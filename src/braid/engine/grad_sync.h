@@ -33,11 +33,11 @@
 
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
 #include "braid/base/dtype.h"
+#include "braid/base/mutex.h"
 #include "braid/comm/communicator.h"
 #include "braid/comm/work.h"
 #include "braid/compress/compressed_allreduce.h"
@@ -130,10 +130,10 @@ class GradSync {
   };
   struct BucketRun;  // one bucket's buffer and its in-flight allreduce
 
-  void ensure_plan();
+  void ensure_plan() REQUIRES(mu_);
   std::vector<engine::ParamInfo> param_infos() const;
-  void adopt_plan(engine::BucketPlan plan);
-  void launch(int bucket);  // REQUIRES: mu_ held
+  void adopt_plan(engine::BucketPlan plan) REQUIRES(mu_);
+  void launch(int bucket) REQUIRES(mu_);
   void check_same_model();
   void agree_on_unused(const std::vector<int>& unused);
   void rebuild_from_rank0_order();
@@ -142,12 +142,12 @@ class GradSync {
   GradSyncOptions options_;
   std::vector<Param> params_;
   engine::BucketPlan plan_;
-  std::unique_ptr<engine::ReadinessTracker> tracker_;
+  Mutex mu_;  // serialises concurrent mark_ready calls (launching buckets) and the tracker
+  std::unique_ptr<engine::ReadinessTracker> tracker_ GUARDED_BY(mu_);
   std::vector<std::unique_ptr<BucketRun>> runs_;
   std::vector<char> unused_;          // per parameter: no gradient this step (filled with zeros)
   std::unique_ptr<trace::TraceRecorder> own_trace_;  // from BRAID_TRACE when options.trace is unset
   compress::CompressionState state_;  // touched by the background thread only, one bucket at a time
-  std::mutex mu_;                     // guards tracker_ and launching from concurrent mark_ready
   std::int64_t step_ = 0;
   bool sync_ = true;
   bool planned_ = false;

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "braid/base/check.h"
 #include "braid/base/error.h"
 
 namespace braid::engine {
@@ -30,10 +31,8 @@ void check_plan(const BucketPlan& plan) {
     }
     count += params.size();
   }
-  if (count != plan.bucket_of.size()) {
-    throw InvalidArgument({.op = "readiness tracker"},
-                          fmt::format("buckets list {} params but bucket_of has {}", count, plan.bucket_of.size()));
-  }
+  BRAID_CHECK_EQ(count, plan.bucket_of.size(), InvalidArgument, {.op = "readiness tracker"},
+                 "params in the buckets vs in bucket_of");
 }
 
 }  // namespace
@@ -88,7 +87,11 @@ std::vector<int> ReadinessTracker::unready_params() const {
   return unready;
 }
 
-bool ReadinessTracker::bucket_complete(int bucket) const { return missing_.at(static_cast<std::size_t>(bucket)) == 0; }
+bool ReadinessTracker::bucket_complete(int bucket) const {
+  BRAID_CHECK(bucket >= 0 && bucket < bucket_count(), InvalidArgument, {.op = "bucket_complete"},
+              "bucket {} of a plan with {}", bucket, bucket_count());
+  return missing_[static_cast<std::size_t>(bucket)] == 0;
+}
 
 void ReadinessTracker::reset() {
   missing_.assign(bucket_params_.size(), 0);

@@ -45,7 +45,7 @@ class ReadinessTracker {
   // Param ids never marked this step, ascending (for finish()'s "unused parameter" error).
   std::vector<int> unready_params() const;
   bool all_ready() const { return observed_.size() == ready_.size(); }
-  bool bucket_complete(int bucket) const;   // REQUIRES: 0 <= bucket < bucket_count()
+  bool bucket_complete(int bucket) const;   // InvalidArgument unless 0 <= bucket < bucket_count()
   // Buckets 0 .. launched_buckets()-1 have been returned for launch this step.
   int launched_buckets() const { return next_launch_; }
   int bucket_count() const { return static_cast<int>(missing_.size()); }

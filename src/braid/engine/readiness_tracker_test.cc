@@ -155,6 +155,12 @@ TEST(ReadinessTrackerTest, ResetStartsAFreshStep) {
   EXPECT_THAT(tracker.mark_ready(3), ElementsAre(0));  // may be marked again
 }
 
+TEST(ReadinessTrackerTest, ABucketOutOfRangeIsInvalidArgumentNotOutOfRange) {
+  ReadinessTracker tracker(small_plan());
+  EXPECT_THROW(tracker.bucket_complete(tracker.bucket_count()), InvalidArgument);
+  EXPECT_THROW(tracker.bucket_complete(-1), InvalidArgument);
+}
+
 TEST(ReadinessTrackerTest, EmptyModelIsReadyAtOnce) {
   ReadinessTracker tracker(plan_for({}, 100));
   EXPECT_TRUE(tracker.all_ready());

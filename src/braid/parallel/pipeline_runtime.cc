@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 
+#include "braid/base/check.h"
 #include "braid/base/clock.h"
 #include "braid/base/error.h"
 #include "braid/parallel/schedule_validator.h"
@@ -275,7 +276,11 @@ void PipelineRuntime::run_compute(const Action& a, StepReport& report) {
 }
 
 void PipelineRuntime::run_recv(const Action& a, StepReport& report) {
-  Inbound& in = inbound_.at({a.type, a.microbatch, a.chunk});
+  auto found = inbound_.find({a.type, a.microbatch, a.chunk});
+  // Cannot fail for a validated schedule: prefetch posted every receive before it runs.
+  BRAID_CHECK(found != inbound_.end(), InvalidArgument, {comm_.rank(), -1, "pipeline", -1},
+              "pipeline: stage {}: {} was never posted", stage(), describe(a));
+  Inbound& in = found->second;
   const std::int64_t start = now_ns();
   {
     trace::CommScope scope(options_.trace, fmt::format("{} mb {}", action_type_name(a.type), a.microbatch));

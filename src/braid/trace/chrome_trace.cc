@@ -149,10 +149,10 @@ std::string to_chrome_trace_json(const TraceData& data) {
   // One event per line: the file stays greppable and diffable, and still one JSON document.
   std::string out = "{\"traceEvents\":[\n";
   for (std::size_t i = 0; i < events.size(); ++i) {
-    out += events[i].dump();
+    out += jf::dump(events[i]);
     out += i + 1 < events.size() ? ",\n" : "\n";
   }
-  out += "],\n\"displayTimeUnit\":\"ms\",\n\"otherData\":" + other_data(data).dump() + "}\n";
+  out += "],\n\"displayTimeUnit\":\"ms\",\n\"otherData\":" + jf::dump(other_data(data)) + "}\n";
   return out;
 }
 

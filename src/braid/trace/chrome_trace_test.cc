@@ -205,5 +205,20 @@ TEST(TraceReaderTest, BadFilesAreReportedWithTheirName) {
             std::string::npos);
 }
 
+// Names are any bytes the program passed (and the hostname what the system said): one that is
+// not UTF-8 is written with U+FFFD in its place, not thrown as nlohmann's type_error.
+TEST(ChromeTraceTest, NamesThatAreNotUtf8AreWrittenWithReplacementCharacters) {
+  TraceData d = testing::two_step_trace(0, 0);
+  d.compute[0].name = "fc\xff\xfe" "1";
+  d.hostname = "host\x80";
+  TempDir dir;
+  std::string path;
+  ASSERT_NO_THROW(path = write_trace_file(d, dir.path()));
+  std::vector<TraceData> back = read_trace_file(path);
+  ASSERT_EQ(back.size(), 1u);
+  EXPECT_EQ(back[0].compute[0].name, "fc\xef\xbf\xbd\xef\xbf\xbd" "1");
+  EXPECT_EQ(back[0].hostname, "host\xef\xbf\xbd");
+}
+
 }  // namespace
 }  // namespace braid::trace

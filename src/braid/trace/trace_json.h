@@ -52,4 +52,10 @@ nlohmann::json load_braid_trace(const std::string& path);
 // rank's file.
 bool is_merged(const nlohmann::json& trace);
 
+// `value` as JSON text. A string that is not UTF-8 (a span name, hostname or file name is any
+// bytes) is written with U+FFFD for each bad byte instead of throwing nlohmann's type_error.
+inline std::string dump(const nlohmann::json& value) {
+  return value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
 }  // namespace braid::trace::json_format

@@ -22,19 +22,27 @@ namespace jf = json_format;
 
 [[noreturn]] void invalid(const std::string& what) { throw InvalidArgument({.op = "trace.merge"}, what); }
 
-// A directory's braid-trace-rank<R>.json files, by rank.
+// A directory's braid-trace-rank<R>.json files, by rank. The error_code forms of the
+// filesystem calls: a directory that cannot be listed is a braid::SystemError, not a
+// std::filesystem::filesystem_error.
 std::vector<std::string> trace_files_in(const fs::path& dir) {
   static const std::regex kName(R"(braid-trace-rank(\d+)\.json)");
   std::map<long long, std::string> by_rank;
-  for (const fs::directory_entry& entry : fs::directory_iterator(dir)) {
+  std::error_code list_error;
+  for (fs::directory_iterator it(dir, list_error), last; !list_error && it != last; it.increment(list_error)) {
+    const fs::directory_entry& entry = *it;
     std::smatch m;
     std::string name = entry.path().filename().string();
-    if (!entry.is_regular_file() || !std::regex_match(name, m, kName)) continue;
+    std::error_code type_ec;
+    if (!entry.is_regular_file(type_ec) || !std::regex_match(name, m, kName)) continue;
     long long rank = 0;
     const std::string digits = m[1];
     auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), rank);
     if (ec != std::errc()) invalid(fmt::format("{}: the rank in the file name is too large", entry.path().string()));
     by_rank[rank] = entry.path().string();
+  }
+  if (list_error) {
+    throw SystemError({.op = "trace.merge"}, fmt::format("listing {}: {}", dir.string(), list_error.message()));
   }
   if (by_rank.empty()) invalid(fmt::format("{}: no braid-trace-rank<R>.json files in this directory", dir.string()));
   std::vector<std::string> files;
@@ -48,6 +56,7 @@ struct RankInput {
   json trace;
   int rank = 0;
   std::int64_t system_ns = 0;
+  std::int64_t steady_ns = 0;
   std::string hostname;
 };
 
@@ -59,9 +68,15 @@ RankInput load_rank_input(const std::string& file) {
       !other["clock_system_ns"].is_number_integer()) {
     throw Corrupt({.op = "trace.merge"}, fmt::format("{}: otherData lacks an integer rank and clock_system_ns", file));
   }
-  in.rank = other["rank"].get<int>();
-  in.system_ns = other["clock_system_ns"].get<std::int64_t>();
-  in.hostname = other.value("hostname", "");
+  try {
+    in.rank = other["rank"].get<int>();
+    in.system_ns = other["clock_system_ns"].get<std::int64_t>();
+    in.steady_ns = other.value("clock_steady_ns", std::int64_t{0});
+    in.hostname = other.value("hostname", "");
+  } catch (const json::exception& e) {
+    // A field of another type (e.g. a numeric hostname): not what braid wrote.
+    throw Corrupt({.op = "trace.merge"}, fmt::format("{}: malformed braid trace ({})", file, e.what()));
+  }
   return in;
 }
 
@@ -95,7 +110,7 @@ json merged_other_data(const std::vector<RankInput>& inputs, const MergeSummary&
     ranks.push_back({{"rank", inputs[i].rank}, {"file", inputs[i].file}, {"hostname", inputs[i].hostname},
                      {"offset_us", summary.ranks[i].offset_us},
                      {"clock_system_ns", inputs[i].system_ns},
-                     {"clock_steady_ns", other.value("clock_steady_ns", std::int64_t{0})},
+                     {"clock_steady_ns", inputs[i].steady_ns},
                      {"dropped_events", other.value("dropped_events", std::uint64_t{0})}});
   }
   return {{jf::kVersionKey, jf::kVersion},
@@ -139,7 +154,7 @@ MergeSummary merge_trace_files(const std::vector<std::string>& inputs, const std
   }
   json merged = {{"traceEvents", std::move(events)}, {"displayTimeUnit", "ms"},
                  {"otherData", merged_other_data(ranks, summary)}};
-  write_file_atomically(output, merged.dump() + "\n");
+  write_file_atomically(output, jf::dump(merged) + "\n");
   return summary;
 }
 

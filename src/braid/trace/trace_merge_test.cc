@@ -113,5 +113,22 @@ TEST(TraceMergeTest, BadInputsAreClearErrors) {
   EXPECT_FALSE(std::filesystem::exists(out.file("x.json")));
 }
 
+// Fields the merge copies but the format checks leave alone, of another type than braid
+// writes: a Corrupt naming the file (it used to escape as nlohmann::json::type_error).
+TEST(TraceMergeTest, AFieldOfTheWrongTypeIsCorruptNotAJsonException) {
+  TwoRanks in;
+  TempDir out;
+  for (const char* field : {"hostname", "clock_steady_ns"}) {
+    json trace = load(in.rank1);
+    trace["otherData"][field] = json::array({1, 2});
+    const std::string bad = out.file(std::string("bad-") + field + ".json");
+    write_file_atomically(bad, trace.dump());
+    EXPECT_NE(merge_error<Corrupt>({in.rank0, bad}, out.file("x.json")).find(bad + ": malformed braid trace"),
+              std::string::npos)
+        << field;
+  }
+  EXPECT_FALSE(std::filesystem::exists(out.file("x.json")));
+}
+
 }  // namespace
 }  // namespace braid::trace

@@ -4,7 +4,6 @@
 
 #include <chrono>
 #include <exception>
-#include <mutex>
 #include <thread>
 #include <unordered_map>
 #include <utility>
@@ -13,20 +12,23 @@
 #include "braid/base/env.h"
 #include "braid/base/error.h"
 #include "braid/base/log.h"
+#include "braid/base/mutex.h"
 #include "braid/trace/chrome_trace.h"
 
 namespace braid::trace {
 
 struct TraceRecorder::State {
-  TraceOptions options;
-  mutable std::mutex mu;
-  TraceData data;              // GUARDED_BY(mu)
-  std::size_t kept_events = 0; // GUARDED_BY(mu); compute + comm + marks in data
-  // Open begin_compute() spans, innermost last, per calling thread. GUARDED_BY(mu)
-  std::unordered_map<std::thread::id, std::vector<ComputeSpan>> open;
+  explicit State(TraceOptions o);
 
-  // Whether one more event fits; counts it as dropped when not. REQUIRES: mu held.
-  bool admit_locked() {
+  const TraceOptions options;
+  mutable Mutex mu;
+  TraceData data GUARDED_BY(mu);
+  std::size_t kept_events GUARDED_BY(mu) = 0;  // compute + comm + marks in data
+  // Open begin_compute() spans, innermost last, per calling thread.
+  std::unordered_map<std::thread::id, std::vector<ComputeSpan>> open GUARDED_BY(mu);
+
+  // Whether one more event fits; counts it as dropped when not.
+  bool admit_locked() REQUIRES(mu) {
     if (kept_events >= options.max_events) {
       ++data.dropped_events;
       return false;
@@ -34,7 +36,7 @@ struct TraceRecorder::State {
     ++kept_events;
     return true;
   }
-  void add_compute_locked(ComputeSpan span) {
+  void add_compute_locked(ComputeSpan span) REQUIRES(mu) {
     if (admit_locked()) data.compute.push_back(std::move(span));
   }
 };
@@ -59,12 +61,13 @@ std::string this_hostname() {
 
 }  // namespace
 
-TraceRecorder::TraceRecorder(TraceOptions options) : state_(std::make_unique<State>()) {
-  state_->options = std::move(options);
-  state_->data.rank = state_->options.rank;
-  state_->data.anchor = take_clock_anchor();
-  state_->data.hostname = this_hostname();
+TraceRecorder::State::State(TraceOptions o) : options(std::move(o)) {
+  data.rank = options.rank;
+  data.anchor = take_clock_anchor();
+  data.hostname = this_hostname();
 }
+
+TraceRecorder::TraceRecorder(TraceOptions options) : state_(std::make_unique<State>(std::move(options))) {}
 
 TraceRecorder::TraceRecorder() noexcept = default;
 
@@ -84,7 +87,7 @@ int TraceRecorder::rank() const { return state_ ? state_->options.rank : -1; }
 
 void TraceRecorder::step(int step) {
   if (!state_) return;
-  std::lock_guard lock(state_->mu);
+  MutexLock lock(state_->mu);
   // The clock is read under the lock so boundaries are in time order even when several
   // threads call step().
   state_->data.steps.push_back({.step = step, .start_ns = now_ns()});
@@ -93,14 +96,14 @@ void TraceRecorder::step(int step) {
 void TraceRecorder::begin_compute(std::string_view name, int lane) {
   if (!state_) return;
   ComputeSpan span{.name = std::string(name), .start_ns = now_ns(), .end_ns = 0, .lane = lane};
-  std::lock_guard lock(state_->mu);
+  MutexLock lock(state_->mu);
   state_->open[std::this_thread::get_id()].push_back(std::move(span));
 }
 
 void TraceRecorder::end_compute() {
   if (!state_) return;
   std::int64_t end = now_ns();
-  std::lock_guard lock(state_->mu);
+  MutexLock lock(state_->mu);
   auto it = state_->open.find(std::this_thread::get_id());
   if (it == state_->open.end() || it->second.empty()) {
     throw InvalidArgument({.rank = state_->options.rank, .op = "trace.end_compute"},
@@ -116,25 +119,25 @@ void TraceRecorder::end_compute() {
 void TraceRecorder::mark(std::string_view name, int lane) {
   if (!state_) return;
   Mark m{.name = std::string(name), .at_ns = now_ns(), .lane = lane};
-  std::lock_guard lock(state_->mu);
+  MutexLock lock(state_->mu);
   if (state_->admit_locked()) state_->data.marks.push_back(std::move(m));
 }
 
 void TraceRecorder::record_compute(ComputeSpan span) {
   if (!state_) return;
-  std::lock_guard lock(state_->mu);
+  MutexLock lock(state_->mu);
   state_->add_compute_locked(std::move(span));
 }
 
 void TraceRecorder::record_comm(CommEvent event) {
   if (!state_) return;
-  std::lock_guard lock(state_->mu);
+  MutexLock lock(state_->mu);
   if (state_->admit_locked()) state_->data.comm.push_back(std::move(event));
 }
 
 void TraceRecorder::name_lane(int lane, std::string name) {
   if (!state_) return;
-  std::lock_guard lock(state_->mu);
+  MutexLock lock(state_->mu);
   for (LaneName& named : state_->data.lane_names) {
     if (named.lane == lane) {
       named.name = std::move(name);
@@ -146,7 +149,7 @@ void TraceRecorder::name_lane(int lane, std::string name) {
 
 TraceData TraceRecorder::snapshot() const {
   if (!state_) return TraceData{.rank = -1};
-  std::lock_guard lock(state_->mu);
+  MutexLock lock(state_->mu);
   return state_->data;
 }
 

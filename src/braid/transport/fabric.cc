@@ -42,7 +42,7 @@ Transport& Fabric::route(int peer) {
 }
 
 void Fabric::post(const RequestPtr& request) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (poison_) std::rethrow_exception(poison_);
   try {
     Transport& t = route(request->peer);
@@ -70,7 +70,7 @@ void Fabric::check_peers_locked() {
 
 std::optional<Fabric::Unexpected> Fabric::check_health(std::span<const int> awaited, const ErrorContext& context,
                                                        const MatchKey& quiet) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (poison_) std::rethrow_exception(poison_);
   try {
     progress_locked();
@@ -94,12 +94,12 @@ std::optional<Fabric::Unexpected> Fabric::check_health(std::span<const int> awai
 }
 
 void Fabric::throw_if_poisoned() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (poison_) std::rethrow_exception(poison_);
 }
 
 void Fabric::fail(std::exception_ptr error) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   poison_and_throw_locked(std::move(error));
 }
 
@@ -138,7 +138,7 @@ void Fabric::rethrow_if_failed(const Request& request) {
 
 bool Fabric::test(const RequestPtr& request) {
   if (!request->complete.load(std::memory_order_acquire)) {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (poison_) std::rethrow_exception(poison_);
     try {
       progress_locked();
@@ -171,7 +171,7 @@ void Fabric::wait(const RequestPtr& request, Deadline deadline) {
     if (deadline.expired()) throw_timeout(*request, Seconds(now - start).count());
     sleep_until_activity(request, deadline.remaining(kLivenessInterval));
     if (Clock::now() >= next_liveness_check) {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       try {
         check_peers_locked();
       } catch (const Error&) {
@@ -185,7 +185,7 @@ void Fabric::wait(const RequestPtr& request, Deadline deadline) {
 void Fabric::sleep_until_activity(const RequestPtr& request, Seconds max_wait) {
   WakeupArm arm;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     for (auto& t : transports_) t->arm_wakeup(arm);
     bool moved = false;
     try {
@@ -202,12 +202,12 @@ void Fabric::sleep_until_activity(const RequestPtr& request, Seconds max_wait) {
   // With both kinds of transport there is no single thing to sleep on: alternate short sleeps.
   Seconds each = transports_.size() > 1 ? std::min(max_wait, Seconds(0.001)) : max_wait;
   for (auto& t : transports_) t->sleep(arm, each);
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   for (auto& t : transports_) t->disarm_wakeup();
 }
 
 void Fabric::throw_timeout(const Request& request, double waited_seconds) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   ErrorContext ctx{.rank = rank_, .peer = request.peer, .op = std::string(op_kind_name(request.envelope.op)),
                    .seq = request.envelope.seq};
   std::string what = fmt::format(
@@ -219,7 +219,7 @@ void Fabric::throw_timeout(const Request& request, double waited_seconds) {
 }
 
 void Fabric::shutdown() noexcept {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (shut_down_) return;
   shut_down_ = true;
   if (poison_) return;  // streams are out of step; peers will see the connections close

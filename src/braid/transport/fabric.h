@@ -14,12 +14,12 @@
 
 #include <atomic>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <span>
 #include <vector>
 
 #include "braid/base/clock.h"
+#include "braid/base/mutex.h"
 #include "braid/transport/request.h"
 #include "braid/transport/transport.h"
 
@@ -83,12 +83,12 @@ class Fabric {
   void shutdown() noexcept;
 
  private:
-  Transport& route(int peer);
-  bool progress_locked();
-  void check_peers_locked();
+  Transport& route(int peer) REQUIRES(mu_);  // every transport call but sleep() is made under mu_
+  bool progress_locked() REQUIRES(mu_);
+  void check_peers_locked() REQUIRES(mu_);
   void sleep_until_activity(const RequestPtr& request, Seconds max_wait);
-  [[noreturn]] void poison_and_throw_locked(std::exception_ptr error);
-  void notify_peers_locked(const Error& error);
+  [[noreturn]] void poison_and_throw_locked(std::exception_ptr error) REQUIRES(mu_);
+  void notify_peers_locked(const Error& error) REQUIRES(mu_);
   [[noreturn]] void throw_timeout(const Request& request, double waited_seconds);
   static void rethrow_if_failed(const Request& request);
 
@@ -99,9 +99,9 @@ class Fabric {
   std::unique_ptr<Transport> self_;
   std::vector<int> route_;
 
-  std::mutex mu_;
-  std::exception_ptr poison_;  // GUARDED_BY(mu_)
-  bool shut_down_ = false;     // GUARDED_BY(mu_)
+  Mutex mu_;
+  std::exception_ptr poison_ GUARDED_BY(mu_);
+  bool shut_down_ GUARDED_BY(mu_) = false;
   std::atomic<std::uint64_t> bytes_sent_{0};  // relaxed: a statistic, ordered by nothing
 };
 
