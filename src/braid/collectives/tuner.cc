@@ -52,7 +52,8 @@ class SelectionConfig : public CommAttachment {
 
 // The built-in rules, in order: the first matching rule whose algorithm is usable wins
 // (tuner.h). Bounds are inclusive; one left out is open. Why each rule is there, with the
-// measurements behind its bounds: docs/collectives.md, "The built-in table".
+// measurements behind its bounds: docs/collectives.md, "The built-in table" (rows numbered in
+// this order).
 TuningTable make_builtin_table() {
   using enum OpKind;
   return {{
