@@ -135,23 +135,43 @@ void check_layout(const CollectiveArgs& args) {
   check_alltoallv_layout(args.comm, args.send, args.recv, *args.layout, args.dtype);
 }
 
+// The collectives' OpKinds run from kAllreduce to kScatter without a gap (base/op_kind.h), so
+// a call finds its row by index, not by a search: it does twice per call (checked() and
+// run_collective()). Rows therefore stand in OpKind order, as the static_assert below checks.
+constexpr OpKind kFirstCollective = OpKind::kAllreduce;
+
+constexpr std::size_t row_index(OpKind op) {
+  return static_cast<std::size_t>(op) - static_cast<std::size_t>(kFirstCollective);
+}
+
 constexpr std::array kOps{
     CollectiveOp{.op = OpKind::kAllreduce, .steps = allreduce_steps},
-    CollectiveOp{.op = OpKind::kAllgather, .steps = allgather_steps, .blocks = true},
     CollectiveOp{.op = OpKind::kReduceScatter, .steps = reduce_scatter_steps, .blocks = true},
+    CollectiveOp{.op = OpKind::kAllgather, .steps = allgather_steps, .blocks = true},
     CollectiveOp{.op = OpKind::kBroadcast, .steps = broadcast_steps},
     CollectiveOp{.op = OpKind::kReduce, .steps = reduce_steps, .recv = Needed::kOnRoot},
-    CollectiveOp{.op = OpKind::kGather, .steps = gather_steps, .recv = Needed::kOnRoot, .blocks = true},
-    CollectiveOp{.op = OpKind::kScatter, .steps = scatter_steps, .send = Needed::kOnRoot, .blocks = true},
     CollectiveOp{.op = OpKind::kAlltoall, .steps = alltoall_steps, .blocks = true},
     CollectiveOp{.op = OpKind::kAlltoallv, .steps = alltoallv_steps, .check = check_layout},
+    CollectiveOp{.op = OpKind::kGather, .steps = gather_steps, .recv = Needed::kOnRoot, .blocks = true},
+    CollectiveOp{.op = OpKind::kScatter, .steps = scatter_steps, .send = Needed::kOnRoot, .blocks = true},
 };
 
-const CollectiveOp& collective_op(OpKind op) {
-  for (const CollectiveOp& row : kOps) {
-    if (row.op == op) return row;
+constexpr bool each_row_at_its_index() {
+  for (std::size_t i = 0; i < kOps.size(); ++i) {
+    if (row_index(kOps[i].op) != i) return false;
   }
-  throw InvalidArgument({.op = std::string(op_kind_name(op))}, "not a collective with an entry point");
+  return true;
+}
+static_assert(each_row_at_its_index(), "kOps[row_index(op)] must be op's row: keep kOps in OpKind order, no gaps");
+
+const CollectiveOp& collective_op(OpKind op) {
+  // Below kFirstCollective the index wraps around to a huge value, so one comparison refuses
+  // both ends (send/recv, barrier, split, and values past the last collective).
+  const std::size_t index = row_index(op);
+  if (index >= kOps.size()) {
+    throw InvalidArgument({.op = std::string(op_kind_name(op))}, "not a collective with an entry point");
+  }
+  return kOps[index];
 }
 
 // The buffer this rank must not leave null: `buffer`, except where only the root needs it and

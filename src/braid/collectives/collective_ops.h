@@ -5,8 +5,9 @@
 //   blocking:      run_collective(checked(comm, call), options.algorithm);
 //   non-blocking:  args = checked(comm, call) at the call, run_collective(args, ...) queued.
 //
-// Adding an operation: its row in kOps (and its steps function beside it); its algorithms are
-// rows of the registry (algorithm_registry.cc).
+// Adding an operation: its row in kOps, at its OpKind's place (the table is indexed by kind),
+// and its steps function beside it; its algorithms are rows of the registry
+// (algorithm_registry.cc).
 #pragma once
 
 #include <cstdint>

@@ -43,6 +43,17 @@ TEST_F(CollectiveOpsTest, CheckedReturnsTheCallUnnumbered) {
   EXPECT_EQ(args.layout, nullptr);
 }
 
+// The table is indexed by OpKind (collective_ops.cc): kinds on either side of the collectives'
+// run, and values that are no OpKind, have no row.
+TEST_F(CollectiveOpsTest, OnlyCollectivesHaveARow) {
+  for (OpKind op : {OpKind::kSendRecv, OpKind::kBarrier, OpKind::kSplit, static_cast<OpKind>(0),
+                    static_cast<OpKind>(13), static_cast<OpKind>(255)}) {
+    EXPECT_THROW(checked(comm_, {.op = op, .send = a_, .recv = b_, .count = 1, .dtype = DType::kF32}), InvalidArgument)
+        << static_cast<int>(op);
+  }
+  EXPECT_NO_THROW(checked(comm_, {.op = OpKind::kScatter, .send = a_, .recv = b_, .count = 1, .dtype = DType::kF32}));
+}
+
 TEST_F(CollectiveOpsTest, EveryOperationRefusesWhatNoneMayTake) {
   for (OpKind op : {OpKind::kAllreduce, OpKind::kAllgather, OpKind::kReduceScatter, OpKind::kBroadcast, OpKind::kReduce,
                     OpKind::kGather, OpKind::kScatter, OpKind::kAlltoall}) {

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "braid/base/error.h"
@@ -205,6 +206,109 @@ TEST(BuiltinTableTest, NamesTheMeasuredWinners) {
   const auto one_host = builtin_tuning_table().matching({OpKind::kReduceScatter, 64 << 20, 4, 1});
   ASSERT_GE(one_host.size(), 2u);
   EXPECT_EQ(one_host[1], "ring");
+}
+
+// The sizes of the grid: 0 and every power of two up to 1 GiB, each with the size just below
+// it, so that a boundary moved off a power of two shows.
+std::vector<std::uint64_t> grid_sizes() {
+  std::vector<std::uint64_t> sizes{0};
+  for (int exponent = 1; exponent <= 30; ++exponent) {
+    sizes.push_back((std::uint64_t{1} << exponent) - 1);
+    sizes.push_back(std::uint64_t{1} << exponent);
+  }
+  return sizes;  // 1 = 2^1 - 1 stands for 2^0
+}
+
+// "64K" for a whole number of KiB, MiB or GiB, else the bytes ("65535").
+std::string size_name(std::uint64_t bytes) {
+  constexpr std::string_view kUnits[] = {"", "K", "M", "G"};
+  int unit = 0;
+  while (unit < 3 && bytes >= 1024 && bytes % 1024 == 0) {
+    bytes /= 1024;
+    ++unit;
+  }
+  return fmt::format("{}{}", bytes, kUnits[unit]);
+}
+
+// The table's whole answer at one (op, world, hosts) over grid_sizes(): each run of sizes with
+// the same matching algorithms, in table order, as "<first size> a>b>c" ("-" where nothing
+// matches). Which one runs is the first of them that is usable, so pinning these lists pins
+// the choice whatever supports() answers.
+std::string size_runs(const TuningTable& table, OpKind op, int world, int hosts) {
+  std::string runs, previous;
+  for (std::uint64_t bytes : grid_sizes()) {
+    std::string names;
+    for (std::string_view name : table.matching({op, bytes, world, hosts})) {
+      if (!names.empty()) names += '>';
+      names += name;
+    }
+    if (names.empty()) names.push_back('-');
+    if (!runs.empty() && names == previous) continue;
+    runs += fmt::format("{}{} {}", runs.empty() ? "" : " | ", size_name(bytes), names);
+    previous = names;
+  }
+  return runs;
+}
+
+// size_runs for every tunable op, host count 1..3 and world 1..9, consecutive worlds with
+// the same runs on one line: "<op> hosts=<h> world=<a>-<b>: <runs>".
+std::string grid_summary(const TuningTable& table) {
+  std::string summary;
+  for (OpKind op : tunable_ops()) {
+    for (int hosts = 1; hosts <= 3; ++hosts) {
+      int first_world = 1;
+      std::string previous = size_runs(table, op, 1, hosts);
+      for (int world = 2; world <= 10; ++world) {
+        const std::string runs = world <= 9 ? size_runs(table, op, world, hosts) : "";
+        if (runs == previous) continue;
+        summary += fmt::format("{} hosts={} world={}-{}: {}\n", op_kind_name(op), hosts, first_world, world - 1, previous);
+        first_world = world;
+        previous = runs;
+      }
+    }
+  }
+  return summary;
+}
+
+// The built-in table's regression test: what it answers on the whole grid, pinned. A change
+// of the table that moves any choice shows here as a diff; when the move is meant (new
+// measurements, docs/collectives.md updated), paste the new summary.
+TEST(BuiltinTableTest, PinsEveryChoiceOnTheGrid) {
+  const std::string expected = R"(allreduce hosts=1 world=1-9: 0 shm_direct>recursive_doubling | 64K shm_direct>ring
+allreduce hosts=2 world=1-9: 0 hierarchical>recursive_doubling | 64K hierarchical>ring | 512K host_striped>hierarchical>ring
+allreduce hosts=3 world=1-9: 0 hierarchical>recursive_doubling | 64K hierarchical>ring | 512K host_striped>hierarchical>ring
+allgather hosts=1 world=1-9: 0 recursive_doubling>bruck | 4K shm_direct>recursive_doubling>bruck | 32K shm_direct>ring
+allgather hosts=2 world=1-9: 0 recursive_doubling>bruck | 32K ring
+allgather hosts=3 world=1-9: 0 recursive_doubling>bruck | 32K ring
+reduce_scatter hosts=1 world=1-9: 0 shm_direct>recursive_halving>ring | 512K shm_direct>ring
+reduce_scatter hosts=2 world=1-9: 0 recursive_halving>ring | 512K ring
+reduce_scatter hosts=3 world=1-9: 0 recursive_halving>ring | 512K ring
+broadcast hosts=1 world=1-2: 0 binomial | 16K shm_direct>binomial
+broadcast hosts=1 world=3-9: 0 binomial | 16K shm_direct>binomial | 512K shm_direct>chain>binomial
+broadcast hosts=2 world=1-2: 0 binomial
+broadcast hosts=2 world=3-9: 0 binomial | 512K chain>binomial
+broadcast hosts=3 world=1-2: 0 binomial
+broadcast hosts=3 world=3-9: 0 binomial | 512K chain>binomial
+reduce hosts=1 world=1-9: 0 binomial
+reduce hosts=2 world=1-9: 0 binomial
+reduce hosts=3 world=1-9: 0 binomial
+gather hosts=1 world=1-2: 0 linear
+gather hosts=1 world=3-9: 0 binomial>linear | 64K linear
+gather hosts=2 world=1-2: 0 linear
+gather hosts=2 world=3-9: 0 binomial>linear | 64K linear
+gather hosts=3 world=1-2: 0 linear
+gather hosts=3 world=3-9: 0 binomial>linear | 64K linear
+scatter hosts=1 world=1-2: 0 linear
+scatter hosts=1 world=3-9: 0 binomial>linear | 64K linear
+scatter hosts=2 world=1-2: 0 linear
+scatter hosts=2 world=3-9: 0 binomial>linear | 64K linear
+scatter hosts=3 world=1-2: 0 linear
+scatter hosts=3 world=3-9: 0 binomial>linear | 64K linear
+alltoall hosts=1 world=1-9: 0 shm_direct>pairwise
+alltoall hosts=2 world=1-9: 0 pairwise
+alltoall hosts=3 world=1-9: 0 pairwise
+)";
+  EXPECT_EQ(grid_summary(builtin_tuning_table()), expected);
 }
 
 TEST_F(TunerTest, EnvironmentForcesAnAlgorithmThroughChooseAlgorithm) {
