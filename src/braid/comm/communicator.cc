@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "braid/base/splitmix64.h"
 #include "braid/comm/world.h"
 
 namespace braid {
@@ -14,14 +15,9 @@ namespace {
 
 constexpr std::uint64_t kWorldCommId = 1;
 
-// splitmix64: a cheap, well-mixed hash so that communicator ids derived from (parent, seq,
-// color) on different ranks agree, and different splits almost surely differ.
-std::uint64_t mix(std::uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
+// SplitMix64's first output as a cheap, well-mixed hash, so that communicator ids derived from
+// (parent, seq, color) on different ranks agree, and different splits almost surely differ.
+std::uint64_t mix(std::uint64_t x) { return SplitMix64(x).next(); }
 
 std::uint64_t child_comm_id(std::uint64_t parent, std::int64_t seq, int color) {
   return mix(parent ^ mix(static_cast<std::uint64_t>(seq) ^ mix(static_cast<std::uint64_t>(color) + 1)));

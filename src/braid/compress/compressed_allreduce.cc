@@ -9,10 +9,10 @@
 #include <fmt/format.h>
 
 #include "braid/base/env.h"
+#include "braid/base/splitmix64.h"
 #include "braid/collectives/collectives.h"
 #include "braid/collectives/patterns/ring.h"
 #include "braid/compress/compressed_call.h"
-#include "braid/compress/random_indices.h"
 #include "braid/transport/fabric.h"
 
 namespace braid::compress {
@@ -51,7 +51,7 @@ bool host_striped_default(CodecId codec) {
 // The seed of a call: a pure function of what every rank agrees on (step and name), so that
 // randomk draws the same coordinates everywhere and PowerSGD starts from the same Q: FNV-1a of
 // the name (std::hash may differ between standard libraries), stepped `step` times along the
-// SplitMix64 sequence and mixed by its finaliser (random_indices.h).
+// SplitMix64 sequence and mixed by its finaliser (base/splitmix64.h).
 std::uint64_t call_seed(const std::string& name, std::int64_t step) {
   std::uint64_t h = 0xcbf29ce484222325ull;
   for (unsigned char c : name) h = (h ^ c) * 0x100000001b3ull;

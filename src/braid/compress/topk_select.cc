@@ -15,7 +15,7 @@
 #endif
 
 #include "braid/base/error.h"
-#include "braid/compress/random_indices.h"
+#include "braid/base/splitmix64.h"
 
 namespace braid::compress {
 
