@@ -80,6 +80,8 @@ void Communicator::for_each_attachment(void (CommAttachment::*hook)() noexcept) 
 }
 
 Fabric& Communicator::fabric() const { return *world_->fabric; }
+void Communicator::fail_world(std::exception_ptr error) const { world_->fabric->fail(std::move(error)); }
+std::uint64_t Communicator::bytes_sent() const { return world_->fabric->bytes_sent(); }
 
 const std::string& Communicator::job_id() const { return world_->job_id; }
 

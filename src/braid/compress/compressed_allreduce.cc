@@ -13,7 +13,6 @@
 #include "braid/collectives/collectives.h"
 #include "braid/collectives/patterns/ring.h"
 #include "braid/compress/compressed_call.h"
-#include "braid/transport/fabric.h"
 
 namespace braid::compress {
 
@@ -89,7 +88,7 @@ std::span<float> CompressedCall::state_buffer(std::string_view role, std::size_t
   return state.buffer(options.name, role, count);
 }
 
-void CompressedCall::fail_with(std::exception_ptr error) const { comm.fabric().fail(std::move(error)); }
+void CompressedCall::fail_with(std::exception_ptr error) const { comm.fail_world(std::move(error)); }
 
 void CompressedCall::decode_from(int peer, std::span<const std::byte> payload, std::span<float> out,
                                  DecodeMode mode) const {
@@ -193,7 +192,7 @@ CompressionStats compressed_allreduce(Communicator& comm, std::span<float> data,
                                  .non_finite = NonFinitePolicy::kPropagate},
                       .op = std::move(op),
                       .stats = stats};
-  std::uint64_t sent_before = comm.fabric().bytes_sent();
+  std::uint64_t sent_before = comm.bytes_sent();
   switch (options.codec.id) {
     case CodecId::kNone: allreduce_dense(call); break;
     case CodecId::kFp16:
@@ -210,7 +209,7 @@ CompressionStats compressed_allreduce(Communicator& comm, std::span<float> data,
     case CodecId::kRandomK: allreduce_randomk(call); break;
     case CodecId::kPowerSgd: allreduce_powersgd(call); break;
   }
-  stats.transport_bytes = comm.fabric().bytes_sent() - sent_before;
+  stats.transport_bytes = comm.bytes_sent() - sent_before;
   return stats;
 }
 
