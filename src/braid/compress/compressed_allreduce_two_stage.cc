@@ -50,6 +50,9 @@ ShardLayout layout_shards(const CompressedCall& call) {
   const int n = call.size();
   const std::size_t align = two_stage_shard_align(call.codec.spec());
   ShardLayout layout;
+  layout.shards.reserve(static_cast<std::size_t>(n));
+  layout.encoded_bytes.reserve(static_cast<std::size_t>(n));
+  layout.offsets.reserve(static_cast<std::size_t>(n));
   for (int p = 0; p < n; ++p) {
     ShardBounds s = shard_bounds(call.data.size(), n, p, align);
     std::size_t bytes = call.codec.max_encoded_bytes(static_cast<std::int64_t>(s.size()), {});
