@@ -25,6 +25,7 @@
 #include <fmt/format.h>
 
 #include "braid/base/reduce_kernels.h"
+#include "braid/base/splitmix64.h"
 #include "braid/compress/codec.h"
 
 namespace {
@@ -39,14 +40,8 @@ constexpr std::size_t kBytes = kCount * sizeof(float);
 // (splitmix64), so every run measures the same bytes.
 std::vector<float> make_gradient() {
   std::vector<float> x(kCount);
-  std::uint64_t state = 0x9e3779b97f4a7c15ull;
-  auto next = [&state] {
-    std::uint64_t z = (state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-  };
-  auto uniform = [&next] { return static_cast<float>(next() >> 40) * 0x1p-24f; };
+  braid::SplitMix64 rng(0x9e3779b97f4a7c15ull);
+  auto uniform = [&rng] { return static_cast<float>(rng.next() >> 40) * 0x1p-24f; };
   float magnitude = 1.0f;
   for (std::size_t i = 0; i < kCount; ++i) {
     if (i % 4096 == 0) magnitude = std::pow(10.0f, -6.0f * uniform());

@@ -18,9 +18,9 @@
 
 #include <benchmark/benchmark.h>
 
+#include "braid/base/splitmix64.h"
 #include "braid/compress/codec.h"
 #include "braid/compress/powersgd_math.h"
-#include "braid/compress/random_indices.h"
 #include "braid/compress/topk_select.h"
 
 namespace {
@@ -35,7 +35,7 @@ const std::vector<float>& gradient() {
   static const std::vector<float> values = [] {
     std::vector<float> x(kCount);
     fill_standard_normal(2024, x);
-    SplitMix64 rng(7);
+    braid::SplitMix64 rng(7);
     for (std::int64_t block = 0; block < kCount; block += 4096) {
       auto scale = static_cast<float>(std::pow(10.0, -4.0 + 2.0 * rng.next_unit()));
       for (std::int64_t i = block; i < block + 4096; ++i) x[i] *= scale;

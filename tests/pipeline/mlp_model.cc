@@ -2,20 +2,16 @@
 
 #include <cmath>
 
+#include "braid/base/splitmix64.h"
+
 namespace braid::testing {
 namespace {
 
 int width_after(const MlpConfig& c, int layer) { return layer == c.layers - 1 ? c.output_width : c.hidden_width; }
 int width_before(const MlpConfig& c, int layer) { return layer == 0 ? c.input_width : c.hidden_width; }
 
-// A deterministic value in [-1, 1) from an integer (SplitMix64's finaliser).
-float unit_noise(std::uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  x ^= x >> 31;
-  return static_cast<float>(static_cast<double>(x >> 11) / static_cast<double>(1ULL << 53) * 2.0 - 1.0);
-}
+// A deterministic value in [-1, 1) from an integer (SplitMix64's first draw from it).
+float unit_noise(std::uint64_t x) { return static_cast<float>(SplitMix64(x).next_unit() * 2.0 - 1.0); }
 
 }  // namespace
 

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "braid/base/splitmix64.h"
 #include "braid/comm/world.h"
 
 namespace braid {
@@ -14,14 +15,9 @@ namespace {
 
 constexpr std::uint64_t kWorldCommId = 1;
 
-// splitmix64: a cheap, well-mixed hash so that communicator ids derived from (parent, seq,
-// color) on different ranks agree, and different splits almost surely differ.
-std::uint64_t mix(std::uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
+// SplitMix64's first output as a cheap, well-mixed hash, so that communicator ids derived from
+// (parent, seq, color) on different ranks agree, and different splits almost surely differ.
+std::uint64_t mix(std::uint64_t x) { return SplitMix64(x).next(); }
 
 std::uint64_t child_comm_id(std::uint64_t parent, std::int64_t seq, int color) {
   return mix(parent ^ mix(static_cast<std::uint64_t>(seq) ^ mix(static_cast<std::uint64_t>(color) + 1)));
@@ -91,6 +87,8 @@ void Communicator::for_each_attachment(void (CommAttachment::*hook)() noexcept) 
 }
 
 Fabric& Communicator::fabric() const { return *world_->fabric; }
+void Communicator::fail_world(std::exception_ptr error) const { world_->fabric->fail(std::move(error)); }
+std::uint64_t Communicator::bytes_sent() const { return world_->fabric->bytes_sent(); }
 
 const std::string& Communicator::job_id() const { return world_->job_id; }
 

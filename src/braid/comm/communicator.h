@@ -22,6 +22,7 @@
 #pragma once
 
 #include <cstdint>
+#include <exception>
 #include <memory>
 #include <optional>
 #include <string>
@@ -112,6 +113,14 @@ class Communicator {
   // The world's progress engine (liveness checks, poisoning) for algorithms that wait on
   // shared memory instead of messages.
   Fabric& fabric() const;
+  // Poisons this process's connections with `error` (every pending operation on every
+  // communicator fails with it, every other rank is told) and throws it: for an algorithm that
+  // finds a peer's data unusable after it arrived (a corrupt compressed payload). If already
+  // poisoned, throws the first error instead.
+  [[noreturn]] void fail_world(std::exception_ptr error) const;
+  // Payload bytes this process has posted to other ranks, over every communicator, since
+  // init (Fabric::bytes_sent): what compressed collectives measure as bytes on the wire.
+  std::uint64_t bytes_sent() const;
   // Names this job's shared-memory segments (/dev/shm/braid-<job id>-*, removed by braid-run).
   const std::string& job_id() const;
 

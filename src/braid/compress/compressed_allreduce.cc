@@ -9,11 +9,10 @@
 #include <fmt/format.h>
 
 #include "braid/base/env.h"
+#include "braid/base/splitmix64.h"
 #include "braid/collectives/collectives.h"
 #include "braid/collectives/patterns/ring.h"
 #include "braid/compress/compressed_call.h"
-#include "braid/compress/random_indices.h"
-#include "braid/transport/fabric.h"
 
 namespace braid::compress {
 
@@ -51,7 +50,7 @@ bool host_striped_default(CodecId codec) {
 // The seed of a call: a pure function of what every rank agrees on (step and name), so that
 // randomk draws the same coordinates everywhere and PowerSGD starts from the same Q: FNV-1a of
 // the name (std::hash may differ between standard libraries), stepped `step` times along the
-// SplitMix64 sequence and mixed by its finaliser (random_indices.h).
+// SplitMix64 sequence and mixed by its finaliser (base/splitmix64.h).
 std::uint64_t call_seed(const std::string& name, std::int64_t step) {
   std::uint64_t h = 0xcbf29ce484222325ull;
   for (unsigned char c : name) h = (h ^ c) * 0x100000001b3ull;
@@ -89,7 +88,7 @@ std::span<float> CompressedCall::state_buffer(std::string_view role, std::size_t
   return state.buffer(options.name, role, count);
 }
 
-void CompressedCall::fail_with(std::exception_ptr error) const { comm.fabric().fail(std::move(error)); }
+void CompressedCall::fail_with(std::exception_ptr error) const { comm.fail_world(std::move(error)); }
 
 void CompressedCall::decode_from(int peer, std::span<const std::byte> payload, std::span<float> out,
                                  DecodeMode mode) const {
@@ -193,7 +192,7 @@ CompressionStats compressed_allreduce(Communicator& comm, std::span<float> data,
                                  .non_finite = NonFinitePolicy::kPropagate},
                       .op = std::move(op),
                       .stats = stats};
-  std::uint64_t sent_before = comm.fabric().bytes_sent();
+  std::uint64_t sent_before = comm.bytes_sent();
   switch (options.codec.id) {
     case CodecId::kNone: allreduce_dense(call); break;
     case CodecId::kFp16:
@@ -210,7 +209,7 @@ CompressionStats compressed_allreduce(Communicator& comm, std::span<float> data,
     case CodecId::kRandomK: allreduce_randomk(call); break;
     case CodecId::kPowerSgd: allreduce_powersgd(call); break;
   }
-  stats.transport_bytes = comm.fabric().bytes_sent() - sent_before;
+  stats.transport_bytes = comm.bytes_sent() - sent_before;
   return stats;
 }
 

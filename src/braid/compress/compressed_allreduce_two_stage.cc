@@ -34,36 +34,44 @@ void expect_exact_size(const CompressedCall& call, std::size_t written, std::siz
   }
 }
 
-}  // namespace
+// Where each rank's shard lies in the tensor, and where its encoding lies in the buffers.
+// Every encoding has its codec's announced size, a function of the shard's element count.
+struct ShardLayout {
+  std::vector<ShardBounds> shards;          // shard p is reduced by rank p
+  std::vector<std::int64_t> encoded_bytes;  // of shard p: what this rank sends to rank p
+  std::vector<std::int64_t> offsets;        // of shard p's encoding in the outgoing buffer
+  std::size_t total = 0;                    // all n encodings, back to back
+  std::size_t largest = 0;                  // the largest encoding: the allgather's slot size
 
-std::size_t two_stage_shard_align(const CodecSpec& spec) {
-  std::uint32_t block = spec.effective_block();
-  return block != 0 ? block : 16;
+  std::size_t bytes_of(int p) const { return static_cast<std::size_t>(encoded_bytes[static_cast<std::size_t>(p)]); }
+  const ShardBounds& shard(int p) const { return shards[static_cast<std::size_t>(p)]; }
+};
+
+ShardLayout layout_shards(const CompressedCall& call) {
+  const int n = call.size();
+  const std::size_t align = two_stage_shard_align(call.codec.spec());
+  ShardLayout layout;
+  layout.shards.reserve(static_cast<std::size_t>(n));
+  layout.encoded_bytes.reserve(static_cast<std::size_t>(n));
+  layout.offsets.reserve(static_cast<std::size_t>(n));
+  for (int p = 0; p < n; ++p) {
+    ShardBounds s = shard_bounds(call.data.size(), n, p, align);
+    std::size_t bytes = call.codec.max_encoded_bytes(static_cast<std::int64_t>(s.size()), {});
+    layout.shards.push_back(s);
+    layout.encoded_bytes.push_back(static_cast<std::int64_t>(bytes));
+    layout.offsets.push_back(static_cast<std::int64_t>(layout.total));
+    layout.total += bytes;
+    layout.largest = std::max(layout.largest, bytes);
+  }
+  return layout;
 }
 
-void allreduce_two_stage(const CompressedCall& call) {
-  const int n = call.size();
-  const int me = call.rank();
+// Stage 1, encoding: compensates the tensor, encodes it shard by shard into the outgoing
+// buffer (shard p at offsets[p]) and keeps what the encoding dropped. The input is read in
+// place (call.data is written only in stage 3); with error feedback the compensated values are
+// formed in the residual buffer itself, which then becomes the new residual.
+std::span<std::byte> encode_shards(const CompressedCall& call, const ShardLayout& layout) {
   const std::size_t count = call.data.size();
-  const std::size_t align = two_stage_shard_align(call.codec.spec());
-  std::vector<ShardBounds> shards(static_cast<std::size_t>(n));
-  std::vector<std::int64_t> send_bytes(shards.size()), send_displs(shards.size());
-  std::size_t total = 0, largest = 0;
-  for (int p = 0; p < n; ++p) {
-    auto& s = shards[static_cast<std::size_t>(p)];
-    s = shard_bounds(count, n, p, align);
-    std::size_t bytes = call.codec.max_encoded_bytes(static_cast<std::int64_t>(s.size()), {});
-    send_bytes[static_cast<std::size_t>(p)] = static_cast<std::int64_t>(bytes);
-    send_displs[static_cast<std::size_t>(p)] = static_cast<std::int64_t>(total);
-    total += bytes;
-    largest = std::max(largest, bytes);
-  }
-  const ShardBounds mine = shards[static_cast<std::size_t>(me)];
-  const auto my_bytes = static_cast<std::size_t>(send_bytes[static_cast<std::size_t>(me)]);
-
-  // Stage 1: compensate, encode every shard, keep what the encoding dropped. The input is
-  // read in place (call.data is written only in stage 3); with error feedback the compensated
-  // values are formed in the residual buffer itself, which then becomes the new residual.
   std::span<const float> source = call.data;
   std::span<float> residual;
   if (call.error_feedback) {
@@ -73,26 +81,46 @@ void allreduce_two_stage(const CompressedCall& call) {
   }
   call.check_finite(source);
   std::span<float> decoded = call.error_feedback ? call.floats(1, count) : std::span<float>();
-  std::span<std::byte> outgoing = call.bytes(0, total);
-  for (int p = 0; p < n; ++p) {
-    auto i = static_cast<std::size_t>(p);
-    auto slot = outgoing.subspan(static_cast<std::size_t>(send_displs[i]), static_cast<std::size_t>(send_bytes[i]));
-    std::size_t written =
-        call.codec.encode(source.subspan(shards[i].begin, shards[i].size()), {}, call.encode, slot,
-                          decoded.empty() ? decoded : decoded.subspan(shards[i].begin, shards[i].size()));
+  std::span<std::byte> outgoing = call.bytes(0, layout.total);
+  for (int p = 0; p < call.size(); ++p) {
+    const ShardBounds& s = layout.shard(p);
+    auto offset = static_cast<std::size_t>(layout.offsets[static_cast<std::size_t>(p)]);
+    std::span<std::byte> slot = outgoing.subspan(offset, layout.bytes_of(p));
+    std::size_t written = call.codec.encode(source.subspan(s.begin, s.size()), {}, call.encode, slot,
+                                            decoded.empty() ? decoded : decoded.subspan(s.begin, s.size()));
     expect_exact_size(call, written, slot.size());
-    if (p != me) call.before_send(p, slot);
+    if (p != call.rank()) call.before_send(p, slot);
   }
   if (call.error_feedback) store_dropped(residual, residual, decoded);
-  call.stats.payload_bytes = total;
+  call.stats.payload_bytes = layout.total;
+  return outgoing;
+}
 
-  std::span<std::byte> incoming = call.bytes(1, my_bytes * static_cast<std::size_t>(n));
-  std::vector<std::int64_t> recv_bytes(shards.size(), static_cast<std::int64_t>(my_bytes)), recv_displs(shards.size());
-  for (int p = 0; p < n; ++p) recv_displs[static_cast<std::size_t>(p)] = static_cast<std::int64_t>(my_bytes) * p;
-  alltoallv(call.comm, outgoing.data(), send_bytes.data(), send_displs.data(), incoming.data(), recv_bytes.data(),
-            recv_displs.data(), DType::kU8);
+// Stage 1, exchange: sends shard p's encoding to rank p and returns the n encodings of this
+// rank's shard, rank p's at p * bytes_of(rank).
+std::span<const std::byte> exchange_shards(const CompressedCall& call, const ShardLayout& layout,
+                                           std::span<const std::byte> outgoing) {
+  const int n = call.size();
+  const std::size_t mine = layout.bytes_of(call.rank());
+  std::span<std::byte> incoming = call.bytes(1, mine * static_cast<std::size_t>(n));
+  std::vector<std::int64_t> recv_bytes(static_cast<std::size_t>(n), static_cast<std::int64_t>(mine));
+  std::vector<std::int64_t> recv_offsets(static_cast<std::size_t>(n));
+  for (int p = 0; p < n; ++p) recv_offsets[static_cast<std::size_t>(p)] = static_cast<std::int64_t>(mine) * p;
+  alltoallv(call.comm, outgoing.data(), layout.encoded_bytes.data(), layout.offsets.data(), incoming.data(),
+            recv_bytes.data(), recv_offsets.data(), DType::kU8);
+  return incoming;
+}
 
-  // Stage 2: reduce this rank's shard in fp32, in rank order, and re-encode it.
+// Stage 2: decodes the n encodings of this rank's shard, adds them in fp32 in rank order,
+// averages, adds the shard-side residual, and encodes the result into this rank's slot of
+// `gathered` (zero-padded to the slot size), keeping what that encoding dropped as the next
+// step's shard residual.
+void reduce_own_shard(const CompressedCall& call, const ShardLayout& layout, std::span<const std::byte> incoming,
+                      std::span<std::byte> gathered) {
+  const int n = call.size();
+  const int me = call.rank();
+  const ShardBounds& mine = layout.shard(me);
+  const std::size_t my_bytes = layout.bytes_of(me);
   std::span<float> shard_sum = call.floats(2, mine.size());
   std::fill(shard_sum.begin(), shard_sum.end(), 0.0f);
   for (int p = 0; p < n; ++p) {
@@ -103,23 +131,45 @@ void allreduce_two_stage(const CompressedCall& call) {
   std::span<float> shard_residual =
       call.error_feedback ? call.state_buffer(kShardResidualRole, mine.size()) : std::span<float>();
   if (call.error_feedback) add_into(shard_sum, shard_residual);
-  std::span<std::byte> gathered = call.bytes(2, largest * static_cast<std::size_t>(n));
-  std::span<std::byte> own_slot = gathered.subspan(largest * static_cast<std::size_t>(me), largest);
+  std::span<std::byte> own_slot = gathered.subspan(layout.largest * static_cast<std::size_t>(me), layout.largest);
   std::span<float> shard_decoded = call.error_feedback ? call.floats(1, mine.size()) : std::span<float>();
   expect_exact_size(call, call.codec.encode(shard_sum, {}, call.encode, own_slot, shard_decoded), my_bytes);
   if (call.error_feedback) store_dropped(shard_residual, shard_sum, shard_decoded);
   std::fill(own_slot.begin() + static_cast<std::ptrdiff_t>(my_bytes), own_slot.end(), std::byte{0});
   call.before_send(-1, own_slot.first(my_bytes));
+}
 
-  // Stage 3: everyone gets every encoded shard and decodes all of them, its own included.
-  allgather(call.comm, own_slot.data(), gathered.data(), static_cast<std::int64_t>(largest), DType::kU8);
-  for (int p = 0; p < n; ++p) {
-    auto i = static_cast<std::size_t>(p);
-    call.decode_from(p, gathered.subspan(largest * i, static_cast<std::size_t>(send_bytes[i])),
-                     call.data.subspan(shards[i].begin, shards[i].size()), DecodeMode::kOverwrite);
+// Stage 3: allgathers the encoded shards (slot p of `gathered` is rank p's) and decodes all of
+// them into call.data, this rank's own too, so that every rank ends with the same bytes.
+void gather_and_decode_shards(const CompressedCall& call, const ShardLayout& layout, std::span<std::byte> gathered) {
+  const std::size_t slot = layout.largest;
+  allgather(call.comm, gathered.data() + slot * static_cast<std::size_t>(call.rank()), gathered.data(),
+            static_cast<std::int64_t>(slot), DType::kU8);
+  for (int p = 0; p < call.size(); ++p) {
+    const ShardBounds& s = layout.shard(p);
+    call.decode_from(p, gathered.subspan(slot * static_cast<std::size_t>(p), layout.bytes_of(p)),
+                     call.data.subspan(s.begin, s.size()), DecodeMode::kOverwrite);
   }
+}
+
+}  // namespace
+
+std::size_t two_stage_shard_align(const CodecSpec& spec) {
+  std::uint32_t block = spec.effective_block();
+  return block != 0 ? block : 16;
+}
+
+void allreduce_two_stage(const CompressedCall& call) {
+  const int n = call.size();
+  const ShardLayout layout = layout_shards(call);
+  std::span<std::byte> outgoing = encode_shards(call, layout);
+  std::span<const std::byte> incoming = exchange_shards(call, layout, outgoing);
+  std::span<std::byte> gathered = call.bytes(2, layout.largest * static_cast<std::size_t>(n));
+  reduce_own_shard(call, layout, incoming, gathered);
+  gather_and_decode_shards(call, layout, gathered);
+  // Stage 1 sends the other n-1 shards' encodings; the allgather of stage 3 sends n-1 slots.
   auto peers = static_cast<std::uint64_t>(n - 1);
-  call.stats.wire_bytes = total - my_bytes + peers * largest;
+  call.stats.wire_bytes = layout.total - layout.bytes_of(call.rank()) + peers * layout.largest;
 }
 
 }  // namespace braid::compress

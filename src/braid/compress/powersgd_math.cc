@@ -4,7 +4,7 @@
 #include <cmath>
 #include <vector>
 
-#include "braid/compress/random_indices.h"
+#include "braid/base/splitmix64.h"
 
 namespace braid::compress {
 

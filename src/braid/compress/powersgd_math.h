@@ -62,7 +62,7 @@ inline constexpr double kDependentColumn = 1e-5;
 void orthonormalize_columns(MatrixView p);
 
 // Fills out with independent standard normal values, a pure function of seed: Marsaglia's
-// polar method over SplitMix64 (random_indices.h) uniforms, with the logarithm computed by
+// polar method over SplitMix64 (base/splitmix64.h) uniforms, with the logarithm computed by
 // braid's own fixed series (libm's log may differ in the last bit between glibc builds and
 // its FMA/non-FMA variants, and every rank must draw the same Q).
 void fill_standard_normal(std::uint64_t seed, std::span<float> out);

@@ -13,7 +13,6 @@
 #include "braid/compress/codec.h"
 #include "braid/compress/codec_test_util.h"
 #include "braid/compress/powersgd_math.h"
-#include "braid/compress/random_indices.h"
 
 namespace braid::compress {
 namespace {

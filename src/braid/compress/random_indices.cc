@@ -8,12 +8,11 @@
 #include <fmt/format.h>
 
 #include "braid/base/error.h"
+#include "braid/base/splitmix64.h"
 
 namespace braid::compress {
 
 namespace {
-
-__extension__ typedef unsigned __int128 Uint128;  // GCC/Clang extension; -Wpedantic accepts it spelled this way
 
 // The hash set's empty slot: never an index, since indices are < n <= 2^32 - 1.
 constexpr std::uint32_t kEmptySlot = std::numeric_limits<std::uint32_t>::max();
@@ -54,20 +53,6 @@ class IndexSet {
 };
 
 }  // namespace
-
-std::uint64_t uniform_below(SplitMix64& rng, std::uint64_t range) {
-  Uint128 product = static_cast<Uint128>(rng.next()) * range;
-  auto low = static_cast<std::uint64_t>(product);
-  if (low < range) {
-    // 2^64 mod range: the number of low products that would over-represent some results.
-    std::uint64_t threshold = (0 - range) % range;
-    while (low < threshold) {
-      product = static_cast<Uint128>(rng.next()) * range;
-      low = static_cast<std::uint64_t>(product);
-    }
-  }
-  return static_cast<std::uint64_t>(product >> 64);
-}
 
 float randomk_scale(std::int64_t n, std::int64_t k) {
   return static_cast<float>(static_cast<double>(n) / static_cast<double>(k));

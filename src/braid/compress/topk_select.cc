@@ -16,7 +16,7 @@
 
 #include "braid/base/check.h"
 #include "braid/base/error.h"
-#include "braid/compress/random_indices.h"
+#include "braid/base/splitmix64.h"
 
 namespace braid::compress {
 

@@ -1,6 +1,7 @@
 #include "braid/plan/step_model.h"
 
 #include <algorithm>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -111,38 +112,57 @@ void validate_layout(const ModelSpec& model, const ClusterSpec& c, const Layout&
   }
 }
 
-StepEstimate estimate_step(const ModelSpec& model, const ClusterSpec& c, const Layout& l, const StepOptions& o) {
-  validate_layout(model, c, l);
-  require_range("overlap", o.overlap, 0, 1);
-  StepEstimate out;
-  out.layout = l;
-  Estimates& items = out.items;
+namespace {
+
+// The activations of one micro-batch at a layer boundary (b s h): what TP allreduces and what
+// crosses a pipeline stage boundary.
+double activation_message_bytes(const ModelSpec& model, const Layout& l, const StepOptions& o) {
+  return static_cast<double>(l.micro_batch) * model.seq * model.hidden * o.activation_bytes;
+}
+
+// Appends `term` to items and returns its value, which the later terms build on.
+double add(Estimates& items, Estimate term) {
+  items.push_back(std::move(term));
+  return items.back().value;
+}
+
+Estimate compute_term(const ModelSpec& model, const ClusterSpec& c, const Layout& l) {
   const double recompute_factor = l.recompute == Recompute::kFull ? 4.0 / 3 : 1.0;
   const double flop_mb = model.train_flops_per_sequence() * l.micro_batch * recompute_factor / (l.tp * l.pp);
-  const double t_compute = flop_mb / (c.flops * c.efficiency);
-  items.push_back({"compute_seconds_per_microbatch", t_compute, Unit::kSeconds,
-                   "(6 Phi s + 12 L h s^2) x b x recompute / (tp pp) / (peak x efficiency)",
-                   fmt::format("{} FLOP / ({} x {})", num(flop_mb), num(c.flops), num(c.efficiency))});
+  return {"compute_seconds_per_microbatch", flop_mb / (c.flops * c.efficiency), Unit::kSeconds,
+          "(6 Phi s + 12 L h s^2) x b x recompute / (tp pp) / (peak x efficiency)",
+          fmt::format("{} FLOP / ({} x {})", num(flop_mb), num(c.flops), num(c.efficiency))};
+}
 
-  const double message = static_cast<double>(l.micro_batch) * model.seq * model.hidden * o.activation_bytes;
+// Tensor parallelism: 4 activation allreduces per layer and micro-batch (2 forward, 2
+// backward), 6 when full recomputation repeats the forward ones; inside a node when tp fits.
+Estimate tp_term(const ModelSpec& model, const ClusterSpec& c, const Layout& l, const StepOptions& o) {
+  const double message = activation_message_bytes(model, l, o);
   const LinkParams& tp_link = l.tp <= c.devices_per_node ? c.intra : c.inter;
   const int allreduces = l.recompute == Recompute::kFull ? 6 : 4;
   const double layers_per_stage = static_cast<double>(model.layers) / l.pp;
   const double t_one = allreduce_seconds(message, l.tp, tp_link);
-  const double t_tp = layers_per_stage * allreduces * t_one;
-  items.push_back({"tp_seconds_per_microbatch", t_tp, Unit::kSeconds, "layers/pp x allreduces x T_ring(b s h bytes, tp)",
-                   fmt::format("{} x {} x {} s [T_ring({} B, {}) on {}]", num(layers_per_stage), allreduces, num(t_one),
-                               num(message), l.tp, tp_link.name)});
+  return {"tp_seconds_per_microbatch", layers_per_stage * allreduces * t_one, Unit::kSeconds,
+          "layers/pp x allreduces x T_ring(b s h bytes, tp)",
+          fmt::format("{} x {} x {} s [T_ring({} B, {}) on {}]", num(layers_per_stage), allreduces, num(t_one),
+                      num(message), l.tp, tp_link.name)};
+}
 
+// Pipeline parallelism: the boundary activations go forward and their gradients back, once per
+// model chunk (v); sequence parallelism leaves 1/tp of them on each rank.
+Estimate pp_term(const ModelSpec& model, const ClusterSpec& c, const Layout& l, const StepOptions& o) {
   const bool boundary_crosses_nodes = static_cast<long long>(l.tp) * l.dp >= c.devices_per_node;
   const LinkParams& pp_link = boundary_crosses_nodes && c.nodes > 1 ? c.inter : c.intra;
-  const double boundary = message / (l.sequence_parallel ? l.tp : 1);
+  const double boundary = activation_message_bytes(model, l, o) / (l.sequence_parallel ? l.tp : 1);
   const double t_pp = l.pp > 1 ? 2.0 * l.chunks * (pp_link.alpha + boundary / pp_link.bandwidth) : 0;
-  items.push_back({"pp_seconds_per_microbatch", t_pp, Unit::kSeconds, "2 v (alpha + boundary / bandwidth)",
-                   fmt::format("2 x {} x ({} + {} / {}) on {}", l.chunks, num(pp_link.alpha), num(boundary),
-                               num(pp_link.bandwidth), pp_link.name)});
+  return {"pp_seconds_per_microbatch", t_pp, Unit::kSeconds, "2 v (alpha + boundary / bandwidth)",
+          fmt::format("2 x {} x ({} + {} / {}) on {}", l.chunks, num(pp_link.alpha), num(boundary),
+                      num(pp_link.bandwidth), pp_link.name)};
+}
 
-  const double t_mb = t_compute + t_tp + t_pp;
+// The schedule's bubble fraction, and the pipeline time it stretches m micro-batches of t_mb
+// to. Returns the pipeline seconds.
+double add_pipeline_terms(const Layout& l, double t_mb, Estimates& items) {
   Estimate bubble_estimate{"bubble_fraction", 0, Unit::kRatio, "0 (no pipeline)", "pp = 1"};
   if (l.pp > 1) {
     bubble_estimate = find_estimate(
@@ -150,25 +170,31 @@ StepEstimate estimate_step(const ModelSpec& model, const ClusterSpec& c, const L
         "bubble_fraction");
     bubble_estimate.formula += fmt::format("  [{}]", pipeline_schedule_kind_name(l.schedule));
   }
-  const double bubble = bubble_estimate.value;
+  const double bubble = add(items, std::move(bubble_estimate));
   const double t_pipeline = l.microbatches * t_mb / (1 - bubble);
-  items.push_back(bubble_estimate);
   items.push_back({"bubble_seconds", t_pipeline - l.microbatches * t_mb, Unit::kSeconds, "t_pipeline - m t_mb",
                    fmt::format("{} - {} x {}", num(t_pipeline), l.microbatches, num(t_mb))});
-  items.push_back({"pipeline_seconds", t_pipeline, Unit::kSeconds, "m (t_compute + t_tp + t_pp) / (1 - bubble)",
-                   fmt::format("{} x {} / (1 - {})", l.microbatches, num(t_mb), num(bubble))});
+  return add(items, {"pipeline_seconds", t_pipeline, Unit::kSeconds, "m (t_compute + t_tp + t_pp) / (1 - bubble)",
+                     fmt::format("{} x {} / (1 - {})", l.microbatches, num(t_mb), num(bubble))});
+}
 
+// Data parallelism: the gradient (and ZeRO parameter) traffic, and the part of it that the
+// backward pass cannot hide. Returns the exposed seconds.
+double add_dp_terms(const ModelSpec& model, const ClusterSpec& c, const Layout& l, const StepOptions& o,
+                    double t_compute, Estimates& items) {
   DpCost dp = dp_cost(model, c, l, o, t_compute);
   const double exposed = dp.seconds - std::min(dp.seconds, o.overlap * dp.window);
   items.push_back({"dp_seconds", dp.seconds, Unit::kSeconds, "grad units x T(gradients) + param units x T(parameters)",
                    dp.text});
-  items.push_back({"dp_exposed_seconds", exposed, Unit::kSeconds, "t_dp - min(t_dp, overlap x backward window)",
-                   fmt::format("{} - min({}, {} x {})", num(dp.seconds), num(dp.seconds), num(o.overlap),
-                               num(dp.window))});
-  out.step_seconds = t_pipeline + exposed;
-  items.push_back({"step_seconds", out.step_seconds, Unit::kSeconds, "t_pipeline + exposed DP",
-                   fmt::format("{} + {}", num(t_pipeline), num(exposed))});
+  return add(items, {"dp_exposed_seconds", exposed, Unit::kSeconds, "t_dp - min(t_dp, overlap x backward window)",
+                     fmt::format("{} - min({}, {} x {})", num(dp.seconds), num(dp.seconds), num(o.overlap),
+                                 num(dp.window))});
+}
 
+// Memory of the first pipeline stage (the one holding the most activations): model states
+// under the ZeRO stage, plus activations under the schedule and recomputation.
+void add_memory_terms(const ModelSpec& model, const ClusterSpec& c, const Layout& l, const StepOptions& o,
+                      StepEstimate& out) {
   Estimates states = model_state_memory({.params = model.params(), .weight_bytes = o.weight_bytes,
                                          .grad_bytes = o.grad_bytes, .optimizer_bytes = o.optimizer_bytes,
                                          .dp = l.dp, .tp = l.tp, .pp = l.pp, .zero = l.zero});
@@ -177,6 +203,7 @@ StepEstimate estimate_step(const ModelSpec& model, const ClusterSpec& c, const L
                                       .layers = model.layers, .tp = l.tp, .pp = l.pp, .microbatches = l.microbatches,
                                       .chunks = l.chunks, .sequence_parallel = l.sequence_parallel,
                                       .recompute = l.recompute, .schedule = l.schedule, .bytes = o.activation_bytes});
+  Estimates& items = out.items;
   items.insert(items.end(), states.begin(), states.end());
   items.push_back(find_estimate(acts, "activation_bytes"));
   out.memory_bytes = find_estimate(states, "model_state_bytes").value + find_estimate(acts, "activation_bytes").value;
@@ -184,15 +211,38 @@ StepEstimate estimate_step(const ModelSpec& model, const ClusterSpec& c, const L
   items.push_back({"memory_bytes", out.memory_bytes, Unit::kBytes, "model states + activations (first stage)",
                    fmt::format("{} + {} B of {} B", num(find_estimate(states, "model_state_bytes").value),
                                num(find_estimate(acts, "activation_bytes").value), num(c.memory))});
+}
 
+// Tokens per second and model FLOP utilisation of a step of out.step_seconds.
+void add_throughput_terms(const ModelSpec& model, const ClusterSpec& c, const Layout& l, StepEstimate& out) {
   const double sequences = static_cast<double>(l.dp) * l.microbatches * l.micro_batch;
   out.tokens_per_second = sequences * model.seq / out.step_seconds;
   out.mfu = sequences * model.train_flops_per_sequence() / (out.step_seconds * c.world() * c.flops);
-  items.push_back({"tokens_per_second", out.tokens_per_second, Unit::kCount, "dp m b s / step",
-                   fmt::format("{} x {} / {}", num(sequences), model.seq, num(out.step_seconds))});
-  items.push_back({"mfu", out.mfu, Unit::kRatio, "useful FLOP / (step x devices x peak)",
-                   fmt::format("{} x {} / ({} x {} x {})", num(sequences), num(model.train_flops_per_sequence()),
-                               num(out.step_seconds), c.world(), num(c.flops))});
+  out.items.push_back({"tokens_per_second", out.tokens_per_second, Unit::kCount, "dp m b s / step",
+                       fmt::format("{} x {} / {}", num(sequences), model.seq, num(out.step_seconds))});
+  out.items.push_back({"mfu", out.mfu, Unit::kRatio, "useful FLOP / (step x devices x peak)",
+                       fmt::format("{} x {} / ({} x {} x {})", num(sequences), num(model.train_flops_per_sequence()),
+                                   num(out.step_seconds), c.world(), num(c.flops))});
+}
+
+}  // namespace
+
+StepEstimate estimate_step(const ModelSpec& model, const ClusterSpec& c, const Layout& l, const StepOptions& o) {
+  validate_layout(model, c, l);
+  require_range("overlap", o.overlap, 0, 1);
+  StepEstimate out;
+  out.layout = l;
+  Estimates& items = out.items;
+  // The terms in the order of the model in step_model.h, each built on the ones before it.
+  const double t_compute = add(items, compute_term(model, c, l));
+  const double t_tp = add(items, tp_term(model, c, l, o));
+  const double t_pp = add(items, pp_term(model, c, l, o));
+  const double t_pipeline = add_pipeline_terms(l, t_compute + t_tp + t_pp, items);
+  const double exposed = add_dp_terms(model, c, l, o, t_compute, items);
+  out.step_seconds = add(items, {"step_seconds", t_pipeline + exposed, Unit::kSeconds, "t_pipeline + exposed DP",
+                                 fmt::format("{} + {}", num(t_pipeline), num(exposed))});
+  add_memory_terms(model, c, l, o, out);
+  add_throughput_terms(model, c, l, out);
   return out;
 }
 

@@ -8,12 +8,12 @@
 #include <filesystem>
 #include <sstream>
 
+#include "braid/base/atomic_file.h"
 #include "braid/base/crc32c.h"
 #include "braid/base/error.h"
 #include "braid/collectives/collectives.h"
 #include "braid/collectives/failure_agreement.h"
 #include "braid/torch/checkpoint_checksums.h"
-#include "braid/trace/atomic_file.h"
 
 namespace braid::torch {
 namespace {
@@ -164,8 +164,8 @@ void save_checkpoint(Communicator& comm, const std::string& dir, DistributedData
   if (comm.rank() == 0) {
     try {
       std::filesystem::create_directories(dir);
-      trace::write_file_atomically(checkpoint_path(dir),
-                                   encode_archive(ddp, optimizer, position, fingerprint, snapshot, states));
+      write_file_atomically(checkpoint_path(dir),
+                            encode_archive(ddp, optimizer, position, fingerprint, snapshot, states));
     } catch (const c10::Error& e) {
       failure = e.what_without_backtrace();
     } catch (const std::exception& e) {

@@ -6,7 +6,7 @@
 #include <utility>
 
 #include "braid/base/error.h"
-#include "braid/compress/random_indices.h"
+#include "braid/base/splitmix64.h"
 
 namespace braid::torch {
 
@@ -28,9 +28,9 @@ std::vector<std::int64_t> DistributedSampler::permutation(std::int64_t epoch) co
   if (!options_.shuffle) return order;
   // Fisher-Yates on SplitMix64 seeded from (seed, epoch): the same permutation on every rank
   // and every platform (std::shuffle's algorithm is implementation-defined).
-  compress::SplitMix64 rng(options_.seed ^ (0x9E3779B97F4A7C15ULL * static_cast<std::uint64_t>(epoch + 1)));
+  SplitMix64 rng(options_.seed ^ (0x9E3779B97F4A7C15ULL * static_cast<std::uint64_t>(epoch + 1)));
   for (std::size_t i = order.size(); i > 1; --i) {
-    std::size_t j = compress::uniform_below(rng, i);
+    std::size_t j = uniform_below(rng, i);
     std::swap(order[i - 1], order[j]);
   }
   return order;

@@ -11,7 +11,7 @@
 #include "launch.h"
 #include "usage_error.h"
 
-#include "braid/trace/atomic_file.h"
+#include "braid/base/atomic_file.h"
 #include "braid/trace/chrome_trace.h"
 #include "braid/trace/trace_test_util.h"
 

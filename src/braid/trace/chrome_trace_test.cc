@@ -8,8 +8,8 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "braid/base/atomic_file.h"
 #include "braid/base/error.h"
-#include "braid/trace/atomic_file.h"
 #include "braid/trace/step_counters.h"
 #include "braid/trace/trace_json.h"
 #include "braid/trace/trace_reader.h"

@@ -4,8 +4,8 @@
 
 #include <fmt/format.h>
 
+#include "braid/base/atomic_file.h"
 #include "braid/base/error.h"
-#include "braid/trace/atomic_file.h"
 
 namespace braid::trace::json_format {
 

@@ -8,8 +8,8 @@
 
 #include <fmt/format.h>
 
+#include "braid/base/atomic_file.h"
 #include "braid/base/error.h"
-#include "braid/trace/atomic_file.h"
 #include "braid/trace/trace_json.h"
 
 namespace braid::trace {

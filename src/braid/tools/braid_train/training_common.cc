@@ -7,12 +7,12 @@
 #include <cstdio>
 #include <sstream>
 
+#include "braid/base/atomic_file.h"
 #include "braid/base/crc32c.h"
 #include "braid/base/error.h"
 #include "braid/collectives/collectives.h"
 #include "braid/compress/codec_spec.h"
 #include "braid/tools/braid_train/blas_runtime.h"
-#include "braid/trace/atomic_file.h"
 
 namespace braid::train {
 
@@ -113,13 +113,13 @@ void finish_run(Communicator& comm, const TrainConfig& config, RunSummary& summa
   check_replicas(comm, model, summary.steps);  // the summary promises identical replicas: prove it, always
   say(comm, summary_table(summary, classification));
   if (comm.rank() != 0) return;
-  if (!config.json_path.empty()) trace::write_file_atomically(config.json_path, to_json(summary, config).dump(2) + "\n");
+  if (!config.json_path.empty()) write_file_atomically(config.json_path, to_json(summary, config).dump(2) + "\n");
   if (!config.export_path.empty()) {
     // Serialized in memory, then written like the JSON: a failure is a SystemError naming the
     // path (not LibTorch's stack trace), and a reader never sees half a model.
     std::ostringstream bytes;
     ::torch::save(std::static_pointer_cast<::torch::nn::Module>(model.shared_from_this()), bytes);
-    trace::write_file_atomically(config.export_path, bytes.str());
+    write_file_atomically(config.export_path, bytes.str());
   }
 }
 

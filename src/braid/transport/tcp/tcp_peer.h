@@ -32,14 +32,18 @@ struct TcpTransport::Peer {
   std::size_t out_header_sent = 0;
   bool out_active = false;
 
-  // Incoming.
+  // Incoming: the stream is read into one target at a time. Between frames that is the next
+  // header; after a data frame's header, its payload (straight into the matched receive's
+  // buffer); after an abort frame's header, the abort text. Each target's fields below are
+  // meaningful only while it is being read.
+  enum class ReadTarget { kHeader, kDataPayload, kAbortText };
+  ReadTarget reading = ReadTarget::kHeader;
   WireHeader in_header{};
   std::size_t in_header_got = 0;
-  std::optional<IncomingMessage> incoming;
-  bool reading_abort = false;
-  std::uint8_t abort_kind = 0;
-  std::string abort_text;
-  std::uint64_t abort_expected = 0;
+  std::optional<IncomingMessage> incoming;  // kDataPayload
+  std::uint8_t abort_kind = 0;              // kAbortText: the ErrorKind as sent, checked at the end
+  std::string abort_text;                   // kAbortText: sized to the frame's byte count
+  std::size_t abort_text_got = 0;
 
   Peer(int self, int peer_rank, UniqueFd socket) : rank(peer_rank), fd(std::move(socket)), matcher(self, peer_rank) {}
 

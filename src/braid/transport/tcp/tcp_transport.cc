@@ -114,75 +114,90 @@ bool TcpTransport::progress_sends(Peer& p) {
 bool TcpTransport::progress_recvs(Peer& p) {
   if (p.state != Peer::State::kOpen) return false;
   bool moved = false;
-  while (true) {
-    std::byte* dst = nullptr;
-    std::size_t want = 0;
-    if (p.incoming) {
-      dst = p.incoming->dst + p.incoming->received;
-      want = static_cast<std::size_t>(std::min<std::uint64_t>(p.incoming->remaining(), kMaxIo));
-    } else if (p.reading_abort) {
-      std::size_t have = p.abort_text.size();
-      p.abort_text.resize(p.abort_expected);
-      dst = reinterpret_cast<std::byte*>(p.abort_text.data()) + have;
-      want = p.abort_expected - have;
-      p.abort_text.resize(have);
-    } else {
-      dst = reinterpret_cast<std::byte*>(&p.in_header) + p.in_header_got;
-      want = sizeof(WireHeader) - p.in_header_got;
+  for (Received step; step.go_on;) {
+    switch (p.reading) {
+      case Peer::ReadTarget::kHeader: step = read_header(p); break;
+      case Peer::ReadTarget::kDataPayload: step = read_data_payload(p); break;
+      case Peer::ReadTarget::kAbortText: step = read_abort_text(p); break;
     }
-    if (want > 0) {
-      ssize_t n = ::recv(p.fd.get(), dst, want, MSG_DONTWAIT);
-      if (n == 0 || (n < 0 && !would_block(errno) && errno != EINTR)) {
-        on_eof(p, n == 0 ? 0 : errno);
-        return moved;
-      }
-      if (n < 0) {
-        if (errno == EINTR) continue;
-        break;
-      }
-      moved = true;
-      auto got = static_cast<std::size_t>(n);
-      if (p.incoming) {
-        p.incoming->received += got;
-        if (p.incoming->recv) p.incoming->recv->transferred = p.incoming->received;
-      } else if (p.reading_abort) {
-        p.abort_text.append(reinterpret_cast<const char*>(dst), got);
-      } else {
-        p.in_header_got += got;
-      }
-    }
-    if (p.incoming) {
-      if (p.incoming->remaining() > 0) continue;
-      p.matcher.finish_message(*p.incoming);
-      p.incoming.reset();
-      continue;
-    }
-    if (p.reading_abort) {
-      if (p.abort_text.size() < p.abort_expected) continue;
-      auto kind = static_cast<ErrorKind>(p.abort_kind);
-      if (p.abort_kind < 1 || p.abort_kind > static_cast<std::uint8_t>(ErrorKind::kSystem)) kind = ErrorKind::kCorrupt;
-      throw_error(kind, {.rank = options_.rank, .peer = p.rank, .op = "abort"},
-                  fmt::format("rank {} stopped and reported: {}", p.rank, p.abort_text));
-    }
-    if (p.in_header_got < sizeof(WireHeader)) continue;
-    p.in_header_got = 0;
-    std::string problem = validate_header(p.in_header);
-    if (!problem.empty()) {
-      throw Corrupt({.rank = options_.rank, .peer = p.rank, .op = "recv"},
-                    fmt::format("TCP stream from rank {}: {}", p.rank, problem));
-    }
-    switch (static_cast<FrameType>(p.in_header.frame)) {
-      case FrameType::kData: p.incoming = p.matcher.begin_message(p.in_header); break;
-      case FrameType::kAbort:
-        p.reading_abort = true;
-        p.abort_kind = p.in_header.op;
-        p.abort_expected = p.in_header.bytes;
-        p.abort_text.clear();
-        break;
-      case FrameType::kBye: p.bye_received = true; break;
-    }
+    moved |= step.bytes > 0;
   }
   return moved;
+}
+
+// One recv() of at most `want` bytes (none when want is 0), retried when interrupted. A
+// closed or failed connection goes to on_eof, which throws if requests wait on this peer.
+TcpTransport::Received TcpTransport::receive(Peer& p, std::byte* dst, std::size_t want) {
+  while (want > 0) {
+    ssize_t n = ::recv(p.fd.get(), dst, want, MSG_DONTWAIT);
+    if (n > 0) return {.bytes = static_cast<std::size_t>(n)};
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && would_block(errno)) return {.go_on = false};
+    on_eof(p, n == 0 ? 0 : errno);
+    return {.go_on = false};
+  }
+  return {};
+}
+
+TcpTransport::Received TcpTransport::read_header(Peer& p) {
+  Received step = receive(p, reinterpret_cast<std::byte*>(&p.in_header) + p.in_header_got,
+                          sizeof(WireHeader) - p.in_header_got);
+  p.in_header_got += step.bytes;
+  if (p.in_header_got == sizeof(WireHeader)) start_frame(p);
+  return step;
+}
+
+// A complete header: checks it and sets the target its frame reads next.
+void TcpTransport::start_frame(Peer& p) {
+  p.in_header_got = 0;
+  std::string problem = validate_header(p.in_header);
+  if (!problem.empty()) {
+    throw Corrupt({.rank = options_.rank, .peer = p.rank, .op = "recv"},
+                  fmt::format("TCP stream from rank {}: {}", p.rank, problem));
+  }
+  switch (static_cast<FrameType>(p.in_header.frame)) {
+    case FrameType::kData:
+      p.incoming = p.matcher.begin_message(p.in_header);
+      p.reading = Peer::ReadTarget::kDataPayload;
+      break;
+    case FrameType::kAbort:
+      p.abort_kind = p.in_header.op;
+      // validate_header bounds the text by kMaxAbortMessage.
+      p.abort_text.assign(static_cast<std::size_t>(p.in_header.bytes), '\0');
+      p.abort_text_got = 0;
+      p.reading = Peer::ReadTarget::kAbortText;
+      break;
+    case FrameType::kBye: p.bye_received = true; break;
+  }
+}
+
+// Into the matched receive's buffer, or the matcher's for a message no receive asked for yet.
+TcpTransport::Received TcpTransport::read_data_payload(Peer& p) {
+  IncomingMessage& m = *p.incoming;
+  auto want = static_cast<std::size_t>(std::min<std::uint64_t>(m.remaining(), kMaxIo));
+  Received step = receive(p, m.dst + m.received, want);
+  m.received += step.bytes;
+  if (m.recv) m.recv->transferred = m.received;
+  if (m.remaining() == 0) {
+    p.matcher.finish_message(m);
+    p.incoming.reset();
+    p.reading = Peer::ReadTarget::kHeader;
+  }
+  return step;
+}
+
+// The peer stopped and says why: once the whole text is in, raise its error here.
+TcpTransport::Received TcpTransport::read_abort_text(Peer& p) {
+  Received step = receive(p, reinterpret_cast<std::byte*>(p.abort_text.data()) + p.abort_text_got,
+                          p.abort_text.size() - p.abort_text_got);
+  p.abort_text_got += step.bytes;
+  if (p.abort_text_got == p.abort_text.size()) {
+    auto kind = static_cast<ErrorKind>(p.abort_kind);
+    if (p.abort_kind < 1 || p.abort_kind > static_cast<std::uint8_t>(ErrorKind::kSystem)) kind = ErrorKind::kCorrupt;
+    throw_error(kind, {.rank = options_.rank, .peer = p.rank, .op = "abort"},
+                fmt::format("rank {} stopped and reported: {}", p.rank, p.abort_text));
+  }
+  return step;
 }
 
 void TcpTransport::on_eof(Peer& p, int err) {
@@ -279,6 +294,7 @@ void TcpTransport::fail_all(const std::exception_ptr& error) noexcept {
     p->out_active = false;
     if (p->incoming && p->incoming->recv) p->incoming->recv->fail(error);
     p->incoming.reset();
+    if (p->reading == Peer::ReadTarget::kDataPayload) p->reading = Peer::ReadTarget::kHeader;
     p->matcher.fail_all(error);
   }
 }

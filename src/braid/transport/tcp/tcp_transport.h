@@ -68,6 +68,18 @@ class TcpTransport final : public Transport {
   Peer& peer(int rank);
   bool progress_sends(Peer& p);
   bool progress_recvs(Peer& p);
+  // What one read from a peer's socket did.
+  struct Received {
+    std::size_t bytes = 0;  // that arrived
+    bool go_on = true;      // false once the socket has nothing more (or closed)
+  };
+  Received receive(Peer& p, std::byte* dst, std::size_t want);
+  // The steps of progress_recvs, one per Peer::ReadTarget: each reads into its target and
+  // acts on it once complete.
+  Received read_header(Peer& p);
+  Received read_data_payload(Peer& p);
+  Received read_abort_text(Peer& p);
+  void start_frame(Peer& p);
   void on_eof(Peer& p, int err);
   [[noreturn]] void throw_lost(const Peer& p, const std::string& why) const;
   void check_silent_peers();

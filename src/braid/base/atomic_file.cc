@@ -1,4 +1,4 @@
-#include "braid/trace/atomic_file.h"
+#include "braid/base/atomic_file.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -14,7 +14,7 @@
 #include "braid/base/error.h"
 #include "braid/base/unique_fd.h"
 
-namespace braid::trace {
+namespace braid {
 
 namespace {
 
@@ -22,7 +22,7 @@ void write_all(int fd, std::string_view contents, const std::string& path) {
   while (!contents.empty()) {
     ssize_t n = ::write(fd, contents.data(), contents.size());
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) throw_system_error({.op = "trace.write"}, "writing " + path, errno);
+    if (n < 0) throw_system_error({.op = "file.write"}, "writing " + path, errno);
     contents.remove_prefix(static_cast<std::size_t>(n));
   }
 }
@@ -34,12 +34,12 @@ void write_file_atomically(const std::string& path, std::string_view contents) {
   // temporary file; rename() then decides which complete file wins.
   std::string temp = fmt::format("{}.tmp.{}", path, ::getpid());
   UniqueFd fd(::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
-  if (!fd.valid()) throw_system_error({.op = "trace.write"}, "creating " + temp, errno);
+  if (!fd.valid()) throw_system_error({.op = "file.write"}, "creating " + temp, errno);
   try {
     write_all(fd.get(), contents, temp);
-    if (::close(fd.release()) != 0) throw_system_error({.op = "trace.write"}, "closing " + temp, errno);
+    if (::close(fd.release()) != 0) throw_system_error({.op = "file.write"}, "closing " + temp, errno);
     if (::rename(temp.c_str(), path.c_str()) != 0) {
-      throw_system_error({.op = "trace.write"}, fmt::format("renaming {} to {}", temp, path), errno);
+      throw_system_error({.op = "file.write"}, fmt::format("renaming {} to {}", temp, path), errno);
     }
   } catch (...) {
     ::unlink(temp.c_str());
@@ -50,13 +50,13 @@ void write_file_atomically(const std::string& path, std::string_view contents) {
 std::string read_whole_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
-    throw InvalidArgument({.op = "trace.read"},
+    throw InvalidArgument({.op = "file.read"},
                           fmt::format("{}: cannot open ({})", path, std::strerror(errno)));
   }
   std::ostringstream text;
   text << in.rdbuf();
-  if (in.bad()) throw InvalidArgument({.op = "trace.read"}, fmt::format("{}: read error", path));
+  if (in.bad()) throw InvalidArgument({.op = "file.read"}, fmt::format("{}: read error", path));
   return text.str();
 }
 
-}  // namespace braid::trace
+}  // namespace braid
