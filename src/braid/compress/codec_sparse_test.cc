@@ -14,6 +14,7 @@
 #include "braid/base/error.h"
 #include "braid/compress/codec.h"
 #include "braid/compress/codec_test_util.h"
+#include "braid/compress/payload_header.h"
 #include "braid/compress/random_indices.h"
 #include "braid/compress/topk_select.h"
 
