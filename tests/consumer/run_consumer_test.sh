@@ -73,13 +73,34 @@ if grep -rlF -e "$build_dir" -e "$source_dir" "$package_dir"; then
   fail "installed CMake files above name the build or source tree: not relocatable"
 fi
 
+# configure SOURCE BUILD [ARGS...]: a consumer project against the fresh prefix only.
+configure() {
+  local source=$1 build=$2
+  shift 2
+  "$cmake" -S "$source" -B "$build" \
+    -DCMAKE_PREFIX_PATH="$prefix" \
+    -DCMAKE_BUILD_TYPE="$config" \
+    -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF \
+    -DCMAKE_FIND_USE_SYSTEM_PACKAGE_REGISTRY=OFF \
+    "$@" || fail "configuring $source failed"
+}
+
+# run_expecting NAME 'LINE1|LINE2|...' COMMAND...: runs COMMAND, which must exit 0 and print
+# every one of the '|'-separated lines (exactly, in any order, among others).
+run_expecting() {
+  local name=$1 expected_lines=$2 rc=0 output expected
+  shift 2
+  output=$("$@" 2>&1) || rc=$?
+  echo "$output"
+  [[ $rc -eq 0 ]] || fail "$name exited with status $rc"
+  IFS='|' read -r -a expected_lines <<<"$expected_lines"
+  for expected in "${expected_lines[@]}"; do
+    grep -qxF -- "$expected" <<<"$output" || fail "$name: output lacks the line: $expected"
+  done
+}
+
 echo "== configure consumer project"
-"$cmake" -S "$project_dir" -B "$consumer_build" \
-  -DCMAKE_PREFIX_PATH="$prefix" \
-  -DCMAKE_BUILD_TYPE="$config" \
-  -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF \
-  -DCMAKE_FIND_USE_SYSTEM_PACKAGE_REGISTRY=OFF \
-  "$@" || fail "configuring the consumer project failed"
+configure "$project_dir" "$consumer_build" "$@"
 
 found_dir=$(sed -n 's/^braid_DIR:PATH=//p' "$consumer_build/CMakeCache.txt")
 [[ $found_dir -ef $package_dir ]] ||
@@ -89,56 +110,30 @@ echo "== build consumer project"
 "$cmake" --build "$consumer_build" --config "$config" || fail "building the consumer project failed"
 
 echo "== run consumer"
-rc=0
-output=$("$consumer_build/braid_consumer") || rc=$?
-echo "$output"
-[[ $rc -eq 0 ]] || fail "braid_consumer exited with status $rc"
-for expected in \
-    "caught braid::InvalidArgument: braid::InvalidArgument [rank 0, op consumer]: thrown on purpose" \
-    "dtype_name(DType::kBF16) = bf16" \
-    "braid consumer OK"; do
-  grep -qxF -- "$expected" <<<"$output" || fail "output lacks the line: $expected"
-done
+run_expecting braid_consumer \
+  "caught braid::InvalidArgument: braid::InvalidArgument [rank 0, op consumer]: thrown on purpose|dtype_name(DType::kBF16) = bf16|braid consumer OK" \
+  "$consumer_build/braid_consumer"
 
 echo "== run README's first program with the installed braid-run"
-rc=0
-output=$("$prefix/bin/braid-run" -n 2 --no-prefix -- "$consumer_build/first_program" 2>&1) || rc=$?
-echo "$output"
-[[ $rc -eq 0 ]] || fail "braid-run -n 2 first_program exited with status $rc"
-for expected in "rank 0 of 2: data[0] = 0, self = 0" "rank 1 of 2: data[0] = 0, self = 0"; do
-  grep -qxF -- "$expected" <<<"$output" || fail "output lacks the line: $expected"
-done
+run_expecting first_program "rank 0 of 2: data[0] = 0, self = 0|rank 1 of 2: data[0] = 0, self = 0" \
+  "$prefix/bin/braid-run" -n 2 --no-prefix -- "$consumer_build/first_program"
 
 echo "== run the second program (collectives, compression, GradSync) with the installed braid-run"
-rc=0
-output=$("$prefix/bin/braid-run" -n 2 --no-prefix -- "$consumer_build/second_program" 2>&1) || rc=$?
-echo "$output"
-[[ $rc -eq 0 ]] || fail "braid-run -n 2 second_program exited with status $rc"
+second_lines=
 for r in 0 1; do
-  for expected in "rank $r: allreduce sum = 3, iallreduce max = 1" \
-                  "rank $r: compressed_allreduce fp16 average = 1.5" \
-                  "rank $r: GradSync weight = 1.5, bias = 1.5"; do
-    grep -qxF -- "$expected" <<<"$output" || fail "output lacks the line: $expected"
-  done
+  second_lines+="rank $r: allreduce sum = 3, iallreduce max = 1|rank $r: compressed_allreduce fp16 average = 1.5|"
+  second_lines+="rank $r: GradSync weight = 1.5, bias = 1.5|"
 done
+run_expecting second_program "${second_lines%|}" \
+  "$prefix/bin/braid-run" -n 2 --no-prefix -- "$consumer_build/second_program"
 
 if [[ $torch_dir != none ]]; then
   echo "== configure, build and run the LibTorch consumer (find_package(braid COMPONENTS torch))"
   torch_build=$work_dir/torch_build
-  "$cmake" -S "$here/torch_project" -B "$torch_build" \
-    -DCMAKE_PREFIX_PATH="$prefix" \
-    -DCMAKE_BUILD_TYPE="$config" \
-    -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF \
-    -DCMAKE_FIND_USE_SYSTEM_PACKAGE_REGISTRY=OFF \
-    -DTorch_DIR="$torch_dir" \
-    "$@" || fail "configuring the torch consumer project failed"
+  configure "$here/torch_project" "$torch_build" -DTorch_DIR="$torch_dir" "$@"
   "$cmake" --build "$torch_build" --config "$config" || fail "building the torch consumer project failed"
-  rc=0
-  output=$("$torch_build/torch_consumer" 2>&1) || rc=$?
-  echo "$output"
-  [[ $rc -eq 0 ]] || fail "torch_consumer exited with status $rc"
-  expected="braid torch consumer OK: 10 parameters, shard of 10 samples"
-  grep -qxF -- "$expected" <<<"$output" || fail "output lacks the line: $expected"
+  run_expecting torch_consumer "braid torch consumer OK: 10 parameters, shard of 10 samples" \
+    "$torch_build/torch_consumer"
 else
   [[ ! -e $package_dir/braid_torchTargets.cmake ]] ||
     fail "braid_torchTargets.cmake installed, but the build reports no LibTorch"
