@@ -9,11 +9,23 @@ endif()
 # braid_libraries: every library below (scripts/thread_safety.sh builds just these).
 add_custom_target(braid_libraries)
 
-# braid_library(NAME base SOURCES a.cc ... DEPS other_targets... [INTERNAL])
+# braid_library(NAME base SOURCES a.cc ... [PUBLIC_HEADERS a.h ...] DEPS other_targets...
+#               [COMPONENT torch] [INTERNAL])
 # Creates the static library braid_<NAME> with alias braid::<NAME>, exported for install
 # unless INTERNAL (code behind a tool, linked into it and tested, but not part of the API).
+# PUBLIC_HEADERS is the layer's public API: exactly these headers are installed, under
+# <prefix>/include/braid/<layer>/ as they sit in src/braid/<layer>/, so the same
+# #include "braid/<layer>/x.h" works in the tree and against an install. Every other header
+# of the layer is internal: usable inside the tree, never installed (docs/architecture.md,
+# "Public and internal headers"). A public header includes only public headers, which the
+# packaging test checks (tests/consumer/check_installed_headers.sh).
+# COMPONENT puts the target in the package component of that name instead of the core
+# (find_package(braid COMPONENTS torch); cmake/braid_install.cmake).
 function(braid_library)
-  cmake_parse_arguments(ARG "INTERNAL" "NAME" "SOURCES;DEPS" ${ARGN})
+  cmake_parse_arguments(ARG "INTERNAL" "NAME;COMPONENT" "SOURCES;PUBLIC_HEADERS;DEPS" ${ARGN})
+  if(ARG_INTERNAL AND (ARG_PUBLIC_HEADERS OR ARG_COMPONENT))
+    message(FATAL_ERROR "braid_library(${ARG_NAME}): an INTERNAL library has no public headers and no component")
+  endif()
   set(target braid_${ARG_NAME})
   add_library(${target} STATIC ${ARG_SOURCES})
   add_library(braid::${ARG_NAME} ALIAS ${target})
@@ -22,10 +34,20 @@ function(braid_library)
   target_include_directories(${target} PUBLIC
     $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/src>
     $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
+  if(ARG_PUBLIC_HEADERS)
+    target_sources(${target} PUBLIC
+      FILE_SET HEADERS BASE_DIRS ${PROJECT_SOURCE_DIR}/src FILES ${ARG_PUBLIC_HEADERS})
+  endif()
   target_link_libraries(${target} PUBLIC ${ARG_DEPS})
   set_target_properties(${target} PROPERTIES EXPORT_NAME ${ARG_NAME})
   add_dependencies(braid_libraries ${target})
-  if(NOT ARG_INTERNAL)
+  if(ARG_INTERNAL)
+    return()
+  endif()
+  if(ARG_COMPONENT)
+    set_property(GLOBAL APPEND PROPERTY BRAID_COMPONENTS ${ARG_COMPONENT})
+    set_property(GLOBAL APPEND PROPERTY BRAID_EXPORTED_TARGETS_${ARG_COMPONENT} ${target})
+  else()
     set_property(GLOBAL APPEND PROPERTY BRAID_EXPORTED_TARGETS ${target})
   endif()
 endfunction()

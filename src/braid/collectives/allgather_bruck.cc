@@ -8,6 +8,7 @@
 #include "braid/collectives/algorithms.h"
 #include "braid/collectives/exchange.h"
 #include "braid/collectives/patterns/bruck.h"
+#include "braid/comm/communicator_internal.h"
 
 namespace braid::algorithms {
 
@@ -25,7 +26,7 @@ void rotate_into_recv(const CollectiveArgs& args, const std::byte* slots) {
 
 void allgather_bruck(const CollectiveArgs& args) {
   const int n = args.comm.size(), r = args.comm.rank();
-  std::byte* slots = args.comm.scratch(static_cast<std::size_t>(n) * args.bytes(args.count));
+  std::byte* slots = detail::CollectiveAccess(args.comm).scratch(static_cast<std::size_t>(n) * args.bytes(args.count));
   std::memcpy(slots, block_at(args, args.recv, r), args.bytes(args.count));
   for (int round = 0; round < bruck::rounds(n); ++round) {
     std::int64_t elements = bruck::slots_in_round(round, n) * args.count;

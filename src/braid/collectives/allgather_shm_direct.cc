@@ -17,14 +17,16 @@
 #include "braid/base/streaming_copy.h"
 #include "braid/collectives/algorithms.h"
 #include "braid/collectives/shm_workspace.h"
+#include "braid/comm/communicator_internal.h"
 
 namespace braid::algorithms {
 
 bool allgather_shm_direct_supports(const CollectiveArgs& args) { return ShmWorkspace::usable(args.comm); }
 
 void allgather_shm_direct(const CollectiveArgs& a) {
-  a.comm.fabric().throw_if_poisoned();
-  ShmWorkspace& ws = a.comm.attachment<ShmWorkspace>(a.comm, a.op, a.seq);
+  detail::CollectiveAccess access(a.comm);
+  access.fabric().throw_if_poisoned();
+  ShmWorkspace& ws = access.attachment<ShmWorkspace>(a.comm, a.op, a.seq);
   ws.post_call(a, nullptr);
   const int n = a.comm.size(), r = a.comm.rank();
   const std::size_t half = (static_cast<std::size_t>(n) * ws.slice_bytes() / 2) / a.elem() * a.elem();

@@ -13,6 +13,7 @@
 #include "braid/collectives/algorithms.h"
 #include "braid/collectives/collectives.h"
 #include "braid/collectives/host_groups.h"
+#include "braid/comm/communicator_internal.h"
 
 namespace braid::algorithms {
 
@@ -28,7 +29,7 @@ bool allreduce_hierarchical_supports(const CollectiveArgs& args) {
 }
 
 void allreduce_hierarchical(const CollectiveArgs& args) {
-  HostGroups& groups = args.comm.attachment<HostGroups>(args.comm);
+  HostGroups& groups = detail::CollectiveAccess(args.comm).attachment<HostGroups>(args.comm);
   const ReduceOp op = args.reduce_op == ReduceOp::kAvg ? ReduceOp::kSum : args.reduce_op;
   Communicator& host = groups.host();
   // In place on recv (the entry point copied send into it); the leader is host rank 0.

@@ -26,6 +26,7 @@
 #include "braid/collectives/algorithms.h"
 #include "braid/collectives/collectives.h"
 #include "braid/collectives/host_groups.h"
+#include "braid/comm/communicator_internal.h"
 
 namespace braid::algorithms {
 
@@ -35,7 +36,8 @@ namespace braid::algorithms {
 bool allreduce_host_striped_supports(const CollectiveArgs& args) { return spans_uniform_hosts(args.comm.topology()); }
 
 void allreduce_host_striped(const CollectiveArgs& args) {
-  HostGroups& groups = args.comm.attachment<HostGroups>(args.comm);
+  detail::CollectiveAccess access(args.comm);
+  HostGroups& groups = access.attachment<HostGroups>(args.comm);
   if (!groups.striped()) {  // supports() and HostGroups read the same topology: a bug if hit
     throw InvalidArgument({.rank = args.comm.rank(), .op = "allreduce", .seq = args.seq},
                           "host_striped: hosts hold different numbers of ranks");
@@ -48,7 +50,7 @@ void allreduce_host_striped(const CollectiveArgs& args) {
   // Divisible counts work in place on recv (the entry point copied send into it).
   std::byte* buffer = args.recv;
   if (padded_bytes != bytes) {
-    buffer = args.comm.scratch(padded_bytes);  // the world's scratch: the phases use their own
+    buffer = access.scratch(padded_bytes);  // the world's scratch: the phases use their own
     std::memcpy(buffer, args.recv, bytes);
     std::memset(buffer + bytes, 0, padded_bytes - bytes);
   }

@@ -16,6 +16,7 @@
 #include "braid/collectives/algorithms.h"
 #include "braid/collectives/exchange.h"
 #include "braid/collectives/patterns/recursive_doubling.h"
+#include "braid/comm/communicator_internal.h"
 
 namespace braid::algorithms {
 
@@ -38,16 +39,17 @@ void combine(const CollectiveArgs& a, std::byte* incoming, bool mine_is_lower) {
 }  // namespace
 
 void allreduce_recursive_doubling(const CollectiveArgs& args) {
+  detail::CollectiveAccess access(args.comm);
   const int n = args.comm.size(), r = args.comm.rank();
   if (rd::folds_away(r, n)) {
-    args.comm.post_collective_send(args.recv, args.envelope(args.count), r - 1).wait();
-    args.comm.post_collective_recv(args.recv, args.envelope(args.count), r - 1).wait();
+    access.post_collective_send(args.recv, args.envelope(args.count), r - 1).wait();
+    access.post_collective_recv(args.recv, args.envelope(args.count), r - 1).wait();
     return;
   }
-  std::byte* incoming = args.comm.scratch(args.bytes(args.count));
+  std::byte* incoming = access.scratch(args.bytes(args.count));
   const bool folded_pair = r < 2 * rd::fold_extra(n);
   if (folded_pair) {
-    args.comm.post_collective_recv(incoming, args.envelope(args.count), r + 1).wait();
+    access.post_collective_recv(incoming, args.envelope(args.count), r + 1).wait();
     combine(args, incoming, /*mine_is_lower=*/true);
   }
   const int v = rd::virtual_rank(r, n), p = rd::power_of_two_below(n);
@@ -56,7 +58,7 @@ void allreduce_recursive_doubling(const CollectiveArgs& args) {
     exchange(args, args.recv, args.count, peer, incoming, args.count, peer);
     combine(args, incoming, v < peer_v);
   }
-  if (folded_pair) args.comm.post_collective_send(args.recv, args.envelope(args.count), r + 1).wait();
+  if (folded_pair) access.post_collective_send(args.recv, args.envelope(args.count), r + 1).wait();
 }
 
 }  // namespace braid::algorithms

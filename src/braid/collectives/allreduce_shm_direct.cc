@@ -32,6 +32,7 @@
 #include "braid/collectives/patterns/ring.h"
 #include "braid/collectives/shm_direct_steps.h"
 #include "braid/collectives/shm_workspace.h"
+#include "braid/comm/communicator_internal.h"
 
 namespace braid::algorithms {
 
@@ -104,9 +105,10 @@ void small_allreduce(const CollectiveArgs& a, ShmWorkspace& ws) {
 bool allreduce_shm_direct_supports(const CollectiveArgs& args) { return ShmWorkspace::usable(args.comm); }
 
 void allreduce_shm_direct(const CollectiveArgs& args) {
+  detail::CollectiveAccess access(args.comm);
   // The small path sends no message, so nothing else would notice a failed communicator.
-  args.comm.fabric().throw_if_poisoned();
-  ShmWorkspace& ws = args.comm.attachment<ShmWorkspace>(args.comm, args.op, args.seq);
+  access.fabric().throw_if_poisoned();
+  ShmWorkspace& ws = access.attachment<ShmWorkspace>(args.comm, args.op, args.seq);
   if (args.bytes(args.count) <= ShmWorkspace::kSmallBytes) return small_allreduce(args, ws);
   ws.post_call(args, nullptr);
   DirectAllreduce(args, ws).run();

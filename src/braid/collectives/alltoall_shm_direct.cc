@@ -14,14 +14,16 @@
 #include "braid/collectives/exchange.h"
 #include "braid/collectives/shm_direct_steps.h"
 #include "braid/collectives/shm_workspace.h"
+#include "braid/comm/communicator_internal.h"
 
 namespace braid::algorithms {
 
 bool alltoall_shm_direct_supports(const CollectiveArgs& args) { return ShmWorkspace::usable(args.comm); }
 
 void alltoall_shm_direct(const CollectiveArgs& a) {
-  a.comm.fabric().throw_if_poisoned();
-  ShmWorkspace& ws = a.comm.attachment<ShmWorkspace>(a.comm, a.op, a.seq);
+  detail::CollectiveAccess access(a.comm);
+  access.fabric().throw_if_poisoned();
+  ShmWorkspace& ws = access.attachment<ShmWorkspace>(a.comm, a.op, a.seq);
   ws.post_call(a, nullptr);
   const int n = a.comm.size(), r = a.comm.rank();
   const CopyFunction copy_out = copy_for_output(a.bytes(a.count) * static_cast<std::size_t>(n), n);

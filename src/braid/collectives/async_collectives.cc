@@ -11,6 +11,7 @@
 #include "braid/collectives/collective_ops.h"
 #include "braid/collectives/collective_queue.h"
 #include "braid/collectives/tuner.h"
+#include "braid/comm/communicator_internal.h"
 
 namespace braid {
 
@@ -24,8 +25,9 @@ void check_algorithm(const CollectiveArgs& args, const CollectiveOptions& option
 }
 
 Work submit(Communicator& comm, OpKind op, std::function<void()> task) {
-  return comm.attachment<CollectiveQueue>().submit({.rank = comm.rank(), .op = std::string(op_kind_name(op))},
-                                                   std::move(task));
+  detail::CollectiveAccess access(comm);
+  return access.attachment<CollectiveQueue>().submit({.rank = comm.rank(), .op = std::string(op_kind_name(op))},
+                                                     std::move(task));
 }
 
 Work enqueue(Communicator& comm, const CollectiveCall& call, const CollectiveOptions& options) {

@@ -5,10 +5,12 @@
 // transport may need for unexpected segments.
 #include "braid/collectives/algorithms.h"
 #include "braid/collectives/patterns/chain.h"
+#include "braid/comm/communicator_internal.h"
 
 namespace braid::algorithms {
 
 void broadcast_chain(const CollectiveArgs& args) {
+  detail::CollectiveAccess access(args.comm);
   const int n = args.comm.size(), root = args.root;
   const int me = chain::to_relative(args.comm.rank(), root, n);
   const int from = me > 0 ? chain::to_absolute(chain::previous(me), root, n) : -1;
@@ -17,7 +19,7 @@ void broadcast_chain(const CollectiveArgs& args) {
   const std::int64_t segments = chain::segment_count(args.count, per);
   auto post_recv = [&](std::int64_t k) {
     chain::Segment s = chain::segment(args.count, per, k);
-    return args.comm.post_collective_recv(args.recv + args.bytes(s.offset), args.envelope(s.count), from);
+    return access.post_collective_recv(args.recv + args.bytes(s.offset), args.envelope(s.count), from);
   };
   Work next_recv = from >= 0 ? post_recv(0) : Work{};
   Work previous_send;
@@ -27,7 +29,7 @@ void broadcast_chain(const CollectiveArgs& args) {
     current.wait();
     if (to < 0) continue;
     chain::Segment s = chain::segment(args.count, per, k);
-    Work sent = args.comm.post_collective_send(args.recv + args.bytes(s.offset), args.envelope(s.count), to);
+    Work sent = access.post_collective_send(args.recv + args.bytes(s.offset), args.envelope(s.count), to);
     previous_send.wait();
     previous_send = sent;
   }

@@ -18,6 +18,7 @@
 #include "braid/base/streaming_copy.h"
 #include "braid/collectives/algorithms.h"
 #include "braid/collectives/shm_workspace.h"
+#include "braid/comm/communicator_internal.h"
 
 namespace braid::algorithms {
 
@@ -59,8 +60,9 @@ void broadcast_rounds(const CollectiveArgs& a, ShmWorkspace& ws) {
 bool broadcast_shm_direct_supports(const CollectiveArgs& args) { return ShmWorkspace::usable(args.comm); }
 
 void broadcast_shm_direct(const CollectiveArgs& args) {
-  args.comm.fabric().throw_if_poisoned();  // the small path sends no message
-  ShmWorkspace& ws = args.comm.attachment<ShmWorkspace>(args.comm, args.op, args.seq);
+  detail::CollectiveAccess access(args.comm);
+  access.fabric().throw_if_poisoned();  // the small path sends no message
+  ShmWorkspace& ws = access.attachment<ShmWorkspace>(args.comm, args.op, args.seq);
   if (args.bytes(args.count) <= ShmWorkspace::kSmallBytes) {
     const bool root = args.comm.rank() == args.root;
     const std::uint64_t call = ws.post_call(args, root ? args.recv : nullptr);

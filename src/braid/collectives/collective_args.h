@@ -18,7 +18,7 @@ struct AlltoallvLayout;  // alltoallv_args.h
 struct CollectiveArgs {
   Communicator& comm;
   OpKind op;
-  std::int64_t seq;         // equal on every rank (Communicator::begin_collective); -1 until numbered
+  std::int64_t seq;         // equal on every rank (detail::CollectiveAccess::begin_collective); -1 until numbered
   const std::byte* send;    // may equal recv: in place (see collectives.h per operation)
   std::byte* recv;
   std::int64_t count;       // elements; what it counts is stated per operation in collectives.h

@@ -1,7 +1,8 @@
 // Lets an upper layer watch every collective a communicator runs — the tracer records them on
 // its timeline (engine/collective_tracing.h) — without collectives/ knowing who is watching.
 //
-//   comm.attachment<CollectiveObserver>().set([](const CollectiveRecord& r) { ... });
+//   detail::CollectiveAccess(comm).attachment<CollectiveObserver>().set(
+//       [](const CollectiveRecord& r) { ... });
 //
 // The callback runs on the thread that ran the collective (the caller's, or the background
 // queue's for non-blocking ones), after the algorithm returned or threw. It must be quick and
@@ -19,6 +20,7 @@
 #include "braid/base/mutex.h"
 #include "braid/collectives/collective_args.h"
 #include "braid/comm/communicator.h"
+#include "braid/comm/communicator_internal.h"
 
 namespace braid {
 
@@ -53,7 +55,7 @@ class CollectiveObserver final : public CommAttachment {
 // Runs `run` (an algorithm on `args`) and reports it to the communicator's observer, if any.
 template <class Run>
 void run_observed(const CollectiveArgs& args, std::string_view algorithm, std::uint64_t bytes, Run&& run) {
-  const CollectiveObserver* observer = args.comm.find_attachment<CollectiveObserver>();
+  const CollectiveObserver* observer = detail::CollectiveAccess(args.comm).find_attachment<CollectiveObserver>();
   if (observer == nullptr) {
     run();
     return;

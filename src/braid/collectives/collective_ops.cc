@@ -13,6 +13,7 @@
 #include "braid/collectives/collective_checks.h"
 #include "braid/collectives/collective_observer.h"
 #include "braid/collectives/tuner.h"
+#include "braid/comm/communicator_internal.h"
 
 namespace braid {
 
@@ -120,7 +121,7 @@ void alltoall_steps(const CollectiveArgs& args, const AlgorithmEntry& algorithm)
   // In place: every block is read after others have landed, so stage the send buffer.
   CollectiveArgs staged = args;
   const std::size_t bytes = block_offset(args, args.comm.size());
-  std::byte* copy = args.comm.scratch(bytes);
+  std::byte* copy = detail::CollectiveAccess(args.comm).scratch(bytes);
   std::memcpy(copy, args.send, bytes);
   staged.send = copy;
   run_chosen(algorithm, staged);
@@ -207,7 +208,7 @@ CollectiveArgs checked(Communicator& comm, const CollectiveCall& call) {
 
 void run_collective(CollectiveArgs args, std::string_view requested) {
   if (args.layout != nullptr) check_alltoallv_self(args.comm, *args.layout);
-  args.seq = args.comm.begin_collective();
+  args.seq = detail::CollectiveAccess(args.comm).begin_collective();
   const AlgorithmEntry& algorithm = choose_algorithm(args, requested);
   args.algorithm = algorithm_id(algorithm);
   collective_op(args.op).steps(args, algorithm);

@@ -38,7 +38,7 @@ struct CollectiveCall {
 // *call.layout, which must outlive the result.
 CollectiveArgs checked(Communicator& comm, const CollectiveCall& call);
 
-// Runs checked arguments: numbers the collective (Communicator::begin_collective), chooses its
+// Runs checked arguments: numbers the collective (detail::CollectiveAccess::begin_collective), chooses its
 // algorithm (choose_algorithm, tuner.h: `requested` if non-empty), then the operation's steps
 // around the algorithm (this rank's block put in place, an average divided, ...). A call with
 // a layout first checks that this rank's own send and receive counts agree (Mismatch).

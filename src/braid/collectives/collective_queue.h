@@ -4,7 +4,7 @@
 // same order (the ordering contract), every rank's worker runs them in the same order too, and
 // the sequence numbers they take agree without any extra coordination.
 //
-//   CollectiveQueue& queue = comm.attachment<CollectiveQueue>();
+//   CollectiveQueue& queue = detail::CollectiveAccess(comm).attachment<CollectiveQueue>();
 //   Work w = queue.submit({.rank = comm.rank(), .op = "allreduce"},
 //                         [&comm, ...] { allreduce(comm, ...); });   // runs on the worker
 //
@@ -32,6 +32,7 @@
 #include "braid/base/error.h"
 #include "braid/base/mutex.h"
 #include "braid/comm/communicator.h"
+#include "braid/comm/communicator_internal.h"
 #include "braid/comm/task_work_state.h"
 #include "braid/comm/work.h"
 

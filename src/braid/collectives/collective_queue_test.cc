@@ -80,7 +80,7 @@ TEST(CollectiveQueueTest, DrainWaitsForEveryTask) {
 
 TEST(CollectiveQueueTest, DrainFromATaskReturnsAtOnce) {
   // A queued collective starting on the worker calls before_collective() through
-  // Communicator::begin_collective: it must not wait for itself.
+  // CollectiveAccess::begin_collective: it must not wait for itself.
   CollectiveQueue queue;
   Work work = queue.submit(context("allreduce"), [&] { queue.before_collective(); });
   work.wait(Seconds(10));

@@ -7,13 +7,14 @@
 #include <vector>
 
 #include "braid/collectives/collective_args.h"
+#include "braid/comm/communicator_internal.h"
 
 namespace braid::algorithms {
 
 inline void exchange(const CollectiveArgs& a, const std::byte* out, std::int64_t out_count, int to, std::byte* in,
                      std::int64_t in_count, int from) {
-  Work received = a.comm.post_collective_recv(in, a.envelope(in_count), from);
-  Work sent = a.comm.post_collective_send(out, a.envelope(out_count), to);
+  Work received = detail::CollectiveAccess(a.comm).post_collective_recv(in, a.envelope(in_count), from);
+  Work sent = detail::CollectiveAccess(a.comm).post_collective_send(out, a.envelope(out_count), to);
   received.wait();
   sent.wait();
 }

@@ -18,6 +18,7 @@
 #include "braid/collectives/exchange.h"
 #include "braid/collectives/patterns/binomial_blocks.h"
 #include "braid/collectives/patterns/binomial_tree.h"
+#include "braid/comm/communicator_internal.h"
 
 namespace braid::algorithms {
 
@@ -27,6 +28,7 @@ namespace blocks = binomial_blocks;
 namespace tree = binomial_tree;
 
 void gather_at_root(const CollectiveArgs& args) {
+  detail::CollectiveAccess access(args.comm);
   const int n = args.comm.size(), root = args.root;
   std::vector<Work> receives;
   blocks::Runs wrapped;  // the child range received into scratch, if any
@@ -37,10 +39,10 @@ void gather_at_root(const CollectiveArgs& args) {
     std::byte* landing = block_at(args, args.recv, runs.head.first);
     if (runs.wraps()) {
       wrapped = runs;
-      landing = scratch = args.comm.scratch(args.bytes(size * args.count));
+      landing = scratch = access.scratch(args.bytes(size * args.count));
     }
     receives.push_back(
-        args.comm.post_collective_recv(landing, args.envelope(size * args.count), tree::to_absolute(child, root, n)));
+        access.post_collective_recv(landing, args.envelope(size * args.count), tree::to_absolute(child, root, n)));
   }
   wait_all(receives);
   if (scratch == nullptr) return;
@@ -51,23 +53,24 @@ void gather_at_root(const CollectiveArgs& args) {
 
 // A non-root rank: collect the subtree [me, me + size) in relative order, send it up.
 void forward_subtree(const CollectiveArgs& args, int me) {
+  detail::CollectiveAccess access(args.comm);
   const int n = args.comm.size(), root = args.root;
   const int parent = tree::to_absolute(tree::parent(me), root, n);
   const int size = blocks::subtree_size(me, n);
   if (size == 1) {
-    args.comm.post_collective_send(args.send, args.envelope(args.count), parent).wait();
+    access.post_collective_send(args.send, args.envelope(args.count), parent).wait();
     return;
   }
-  std::byte* subtree = args.comm.scratch(args.bytes(size * args.count));
+  std::byte* subtree = access.scratch(args.bytes(size * args.count));
   std::vector<Work> receives;
   for (int child : tree::children(me, n)) {
-    receives.push_back(args.comm.post_collective_recv(block_at(args, subtree, child - me),
-                                                      args.envelope(blocks::subtree_size(child, n) * args.count),
-                                                      tree::to_absolute(child, root, n)));
+    receives.push_back(access.post_collective_recv(block_at(args, subtree, child - me),
+                                                   args.envelope(blocks::subtree_size(child, n) * args.count),
+                                                   tree::to_absolute(child, root, n)));
   }
   std::memcpy(subtree, args.send, args.bytes(args.count));
   wait_all(receives);
-  args.comm.post_collective_send(subtree, args.envelope(size * args.count), parent).wait();
+  access.post_collective_send(subtree, args.envelope(size * args.count), parent).wait();
 }
 
 }  // namespace

@@ -7,19 +7,21 @@
 
 #include "braid/collectives/algorithms.h"
 #include "braid/collectives/exchange.h"
+#include "braid/comm/communicator_internal.h"
 
 namespace braid::algorithms {
 
 void gather_linear(const CollectiveArgs& args) {
+  detail::CollectiveAccess access(args.comm);
   const int n = args.comm.size(), r = args.comm.rank();
   if (r != args.root) {
-    args.comm.post_collective_send(args.send, args.envelope(args.count), args.root).wait();
+    access.post_collective_send(args.send, args.envelope(args.count), args.root).wait();
     return;
   }
   std::vector<Work> receives;
   for (int peer = 0; peer < n; ++peer) {
     if (peer == r) continue;
-    receives.push_back(args.comm.post_collective_recv(block_at(args, args.recv, peer), args.envelope(args.count), peer));
+    receives.push_back(access.post_collective_recv(block_at(args, args.recv, peer), args.envelope(args.count), peer));
   }
   for (Work& received : receives) received.wait();
 }

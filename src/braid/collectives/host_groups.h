@@ -11,6 +11,7 @@
 #include <optional>
 
 #include "braid/comm/communicator.h"
+#include "braid/comm/communicator_internal.h"
 
 namespace braid {
 

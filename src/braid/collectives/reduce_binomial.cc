@@ -16,10 +16,12 @@
 
 #include "braid/collectives/algorithms.h"
 #include "braid/collectives/patterns/binomial_tree.h"
+#include "braid/comm/communicator_internal.h"
 
 namespace braid::algorithms {
 
 void reduce_binomial(const CollectiveArgs& args) {
+  detail::CollectiveAccess access(args.comm);
   namespace tree = binomial_tree;
   const int n = args.comm.size(), root = args.root;
   const int me = tree::to_relative(args.comm.rank(), root, n), parent = tree::parent(me);
@@ -27,20 +29,20 @@ void reduce_binomial(const CollectiveArgs& args) {
   const std::size_t bytes = args.bytes(args.count);
   const std::byte* partial = args.send;
   if (!children.empty()) {
-    std::byte* scratch = args.comm.scratch(me == 0 ? bytes : 2 * bytes);
+    std::byte* scratch = access.scratch(me == 0 ? bytes : 2 * bytes);
     std::byte* acc = me == 0 ? args.recv : scratch + bytes;
     if (acc != args.send) std::memcpy(acc, args.send, bytes);
     // Reverse iterators, not std::views::reverse: clang 14 cannot compile libstdc++ 12's
     // (scripts/thread_safety.sh builds the library with clang).
     for (auto child_it = children.rbegin(); child_it != children.rend(); ++child_it) {
       const int child = *child_it;
-      args.comm.post_collective_recv(scratch, args.envelope(args.count), tree::to_absolute(child, root, n)).wait();
+      access.post_collective_recv(scratch, args.envelope(args.count), tree::to_absolute(child, root, n)).wait();
       reduce_into(acc, scratch, static_cast<std::size_t>(args.count), args.dtype, args.reduce_op);
     }
     partial = acc;
   }
   if (parent >= 0) {
-    args.comm.post_collective_send(partial, args.envelope(args.count), tree::to_absolute(parent, root, n)).wait();
+    access.post_collective_send(partial, args.envelope(args.count), tree::to_absolute(parent, root, n)).wait();
   }
 }
 

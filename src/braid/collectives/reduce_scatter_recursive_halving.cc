@@ -12,6 +12,7 @@
 #include "braid/collectives/algorithms.h"
 #include "braid/collectives/exchange.h"
 #include "braid/collectives/patterns/recursive_doubling.h"
+#include "braid/comm/communicator_internal.h"
 
 namespace braid::algorithms {
 
@@ -30,8 +31,9 @@ bool reduce_scatter_recursive_halving_supports(const CollectiveArgs& args) {
 }
 
 void reduce_scatter_recursive_halving(const CollectiveArgs& args) {
+  detail::CollectiveAccess access(args.comm);
   const int n = args.comm.size(), r = args.comm.rank();
-  std::byte* acc = args.comm.scratch(static_cast<std::size_t>(n / 2 + n / 4) * args.bytes(args.count));
+  std::byte* acc = access.scratch(static_cast<std::size_t>(n / 2 + n / 4) * args.bytes(args.count));
   std::byte* incoming = block_at(args, acc, n / 2);
   rd::Range current{0, n};
   int base = 0;  // the block acc starts at (kept ranges only shrink inside round 0's)

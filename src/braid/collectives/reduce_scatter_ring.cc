@@ -10,13 +10,14 @@
 #include "braid/collectives/algorithms.h"
 #include "braid/collectives/exchange.h"
 #include "braid/collectives/patterns/ring.h"
+#include "braid/comm/communicator_internal.h"
 
 namespace braid::algorithms {
 
 void reduce_scatter_ring(const CollectiveArgs& args) {
   const int n = args.comm.size(), r = args.comm.rank();
   const std::size_t block = args.bytes(args.count);
-  std::byte* partials = args.comm.scratch(2 * block);
+  std::byte* partials = detail::CollectiveAccess(args.comm).scratch(2 * block);
   const std::byte* out = block_at(args, args.send, ring::reduce_scatter_by_rank_send_block(r, 0, n));
   for (int step = 0; step < n - 1; ++step) {
     std::byte* in = partials + static_cast<std::size_t>(step % 2) * block;

@@ -29,6 +29,7 @@
 #include "braid/collectives/exchange.h"
 #include "braid/collectives/shm_direct_steps.h"
 #include "braid/collectives/shm_workspace.h"
+#include "braid/comm/communicator_internal.h"
 
 namespace braid::algorithms {
 
@@ -56,8 +57,9 @@ void reduce_scatter_rounds(const CollectiveArgs& a, ShmWorkspace& ws) {
 bool reduce_scatter_shm_direct_supports(const CollectiveArgs& args) { return ShmWorkspace::usable(args.comm); }
 
 void reduce_scatter_shm_direct(const CollectiveArgs& args) {
-  args.comm.fabric().throw_if_poisoned();  // the small path sends no message
-  ShmWorkspace& ws = args.comm.attachment<ShmWorkspace>(args.comm, args.op, args.seq);
+  detail::CollectiveAccess access(args.comm);
+  access.fabric().throw_if_poisoned();  // the small path sends no message
+  ShmWorkspace& ws = access.attachment<ShmWorkspace>(args.comm, args.op, args.seq);
   const std::size_t input_bytes = args.bytes(args.count) * static_cast<std::size_t>(args.comm.size());
   if (input_bytes <= ShmWorkspace::kSmallBytes) return small_reduce_scatter(args, ws, input_bytes);
   ws.post_call(args, nullptr);

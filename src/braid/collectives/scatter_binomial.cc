@@ -16,6 +16,7 @@
 #include "braid/collectives/exchange.h"
 #include "braid/collectives/patterns/binomial_blocks.h"
 #include "braid/collectives/patterns/binomial_tree.h"
+#include "braid/comm/communicator_internal.h"
 
 namespace braid::algorithms {
 
@@ -25,6 +26,7 @@ namespace blocks = binomial_blocks;
 namespace tree = binomial_tree;
 
 void scatter_from_root(const CollectiveArgs& args) {
+  detail::CollectiveAccess access(args.comm);
   const int n = args.comm.size(), root = args.root;
   std::vector<Work> sends;
   for (int child : tree::children(0, n)) {
@@ -32,14 +34,14 @@ void scatter_from_root(const CollectiveArgs& args) {
     const blocks::Runs runs = blocks::absolute_runs(child, size, root, n);
     const std::byte* source = block_at(args, args.send, runs.head.first);
     if (runs.wraps()) {  // at most one child range wraps (binomial_blocks_test.cc), so one scratch
-      std::byte* staged = args.comm.scratch(args.bytes(size * args.count));
+      std::byte* staged = access.scratch(args.bytes(size * args.count));
       std::memcpy(staged, source, args.bytes(runs.head.count * args.count));
       std::memcpy(block_at(args, staged, runs.head.count), block_at(args, args.send, runs.tail.first),
                   args.bytes(runs.tail.count * args.count));
       source = staged;
     }
     sends.push_back(
-        args.comm.post_collective_send(source, args.envelope(size * args.count), tree::to_absolute(child, root, n)));
+        access.post_collective_send(source, args.envelope(size * args.count), tree::to_absolute(child, root, n)));
   }
   wait_all(sends);
 }
@@ -47,20 +49,21 @@ void scatter_from_root(const CollectiveArgs& args) {
 // A non-root rank: receive the subtree [me, me + size) in relative order, keep block me, send
 // each child its range.
 void pass_down_subtree(const CollectiveArgs& args, int me) {
+  detail::CollectiveAccess access(args.comm);
   const int n = args.comm.size(), root = args.root;
   const int parent = tree::to_absolute(tree::parent(me), root, n);
   const int size = blocks::subtree_size(me, n);
   if (size == 1) {
-    args.comm.post_collective_recv(args.recv, args.envelope(args.count), parent).wait();
+    access.post_collective_recv(args.recv, args.envelope(args.count), parent).wait();
     return;
   }
-  std::byte* subtree = args.comm.scratch(args.bytes(size * args.count));
-  args.comm.post_collective_recv(subtree, args.envelope(size * args.count), parent).wait();
+  std::byte* subtree = access.scratch(args.bytes(size * args.count));
+  access.post_collective_recv(subtree, args.envelope(size * args.count), parent).wait();
   std::vector<Work> sends;
   for (int child : tree::children(me, n)) {
-    sends.push_back(args.comm.post_collective_send(block_at(args, subtree, child - me),
-                                                   args.envelope(blocks::subtree_size(child, n) * args.count),
-                                                   tree::to_absolute(child, root, n)));
+    sends.push_back(access.post_collective_send(block_at(args, subtree, child - me),
+                                                args.envelope(blocks::subtree_size(child, n) * args.count),
+                                                tree::to_absolute(child, root, n)));
   }
   std::memcpy(args.recv, subtree, args.bytes(args.count));
   wait_all(sends);

@@ -4,19 +4,21 @@
 
 #include "braid/collectives/algorithms.h"
 #include "braid/collectives/exchange.h"
+#include "braid/comm/communicator_internal.h"
 
 namespace braid::algorithms {
 
 void scatter_linear(const CollectiveArgs& args) {
+  detail::CollectiveAccess access(args.comm);
   const int n = args.comm.size(), r = args.comm.rank();
   if (r != args.root) {
-    args.comm.post_collective_recv(args.recv, args.envelope(args.count), args.root).wait();
+    access.post_collective_recv(args.recv, args.envelope(args.count), args.root).wait();
     return;
   }
   std::vector<Work> sends;
   for (int peer = 0; peer < n; ++peer) {
     if (peer == r) continue;
-    sends.push_back(args.comm.post_collective_send(block_at(args, args.send, peer), args.envelope(args.count), peer));
+    sends.push_back(access.post_collective_send(block_at(args, args.send, peer), args.envelope(args.count), peer));
   }
   for (Work& sent : sends) sent.wait();
 }

@@ -11,6 +11,7 @@
 #include "braid/base/error.h"
 #include "braid/base/reduce_op.h"
 #include "braid/collectives/exchange.h"
+#include "braid/comm/communicator_internal.h"
 #include "braid/comm/work.h"
 #include "braid/transport/fabric.h"
 #include "braid/transport/shm/futex.h"
@@ -51,7 +52,7 @@ std::size_t segment_bytes(int ranks, std::size_t slice_bytes) {
 
 // BRAID_SHM_SLICE_BYTES, range-checked by its env.h declaration and bounded by what the
 // machine can give (one segment per rank of the communicator).
-std::size_t configured_slice_bytes(const Communicator& comm) {
+std::size_t configured_slice_bytes(Communicator& comm) {
   try {
     const long long bytes = env::get_int(env::kShmSliceBytes);
     const std::size_t ranks = static_cast<std::size_t>(comm.size());
@@ -62,7 +63,7 @@ std::size_t configured_slice_bytes(const Communicator& comm) {
     return static_cast<std::size_t>(bytes);
   } catch (const Error&) {
     // Poisons rather than throwing alone: the peers are about to wait for this rank's workspace.
-    comm.fabric().fail(std::current_exception());
+    detail::CollectiveAccess(comm).fabric().fail(std::current_exception());
   }
 }
 
@@ -70,11 +71,12 @@ std::size_t configured_slice_bytes(const Communicator& comm) {
 template <class T>
 void exchange_with_peers(Communicator& comm, const T& mine, std::vector<T>& theirs, OpKind op, std::int64_t seq) {
   const Envelope envelope{.op = op, .seq = seq, .dtype = DType::kU8, .bytes = sizeof(T)};
+  detail::CollectiveAccess access(comm);
   std::vector<Work> works;
   for (int peer = 0; peer < comm.size(); ++peer) {
     if (peer == comm.rank()) continue;
-    works.push_back(comm.post_collective_recv(&theirs[static_cast<std::size_t>(peer)], envelope, peer));
-    works.push_back(comm.post_collective_send(&mine, envelope, peer));
+    works.push_back(access.post_collective_recv(&theirs[static_cast<std::size_t>(peer)], envelope, peer));
+    works.push_back(access.post_collective_send(&mine, envelope, peer));
   }
   algorithms::wait_all(works);
 }
@@ -103,7 +105,7 @@ bool ShmWorkspace::usable(const Communicator& comm) {
 }
 
 ShmWorkspace::ShmWorkspace(Communicator& comm, OpKind op, std::int64_t seq)
-    : fabric_(comm.fabric()), rank_(comm.rank()), size_(comm.size()), op_(op), seq_(seq),
+    : fabric_(detail::CollectiveAccess(comm).fabric()), rank_(comm.rank()), size_(comm.size()), op_(op), seq_(seq),
       slice_bytes_(configured_slice_bytes(comm)),
       timeout_(default_timeout_seconds()),
       quiet_key_{.comm_id = comm.id(), .channel = Channel::kCollective} {
@@ -119,7 +121,7 @@ ShmWorkspace::ShmWorkspace(Communicator& comm, OpKind op, std::int64_t seq)
 void ShmWorkspace::set_up(Communicator& comm, OpKind op, std::int64_t seq) {
   std::vector<std::string> all_names;
   for (int r = 0; r < size_; ++r) {
-    all_names.push_back(fmt::format("/braid-{}-w{:x}-{}", comm.job_id(), comm.id(), r));
+    all_names.push_back(fmt::format("/braid-{}-w{:x}-{}", detail::CollectiveAccess(comm).job_id(), comm.id(), r));
     world_ranks_.push_back(comm.world_rank(r));
   }
   // Declared before this rank's segment exists: however set-up ends, every name goes (see

@@ -33,6 +33,7 @@
 #include "braid/base/clock.h"
 #include "braid/collectives/collective_args.h"
 #include "braid/comm/communicator.h"
+#include "braid/comm/communicator_internal.h"
 #include "braid/transport/envelope.h"
 #include "braid/transport/fabric.h"
 #include "braid/transport/shm/shm_segment.h"

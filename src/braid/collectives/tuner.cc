@@ -9,6 +9,7 @@
 
 #include "braid/base/error.h"
 #include "braid/collectives/tuning_file.h"
+#include "braid/comm/communicator_internal.h"
 
 namespace braid {
 
@@ -182,7 +183,7 @@ const env::Variable* forcing_variable(OpKind op) {
 }
 
 SelectionSources selection_sources(Communicator& comm, OpKind op) {
-  return comm.attachment<SelectionConfig>().sources(op);
+  return detail::CollectiveAccess(comm).attachment<SelectionConfig>().sources(op);
 }
 
 const AlgorithmEntry& select_algorithm(const CollectiveArgs& args, std::span<const AlgorithmEntry* const> candidates,

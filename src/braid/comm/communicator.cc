@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "braid/base/splitmix64.h"
+#include "braid/comm/communicator_internal.h"
 #include "braid/comm/world.h"
 
 namespace braid {
@@ -39,7 +40,12 @@ Communicator Communicator::init() {
 
 Communicator::Communicator(std::shared_ptr<World> world, std::vector<int> members, int rank, std::uint64_t id,
                            Topology topology)
-    : world_(std::move(world)), members_(std::move(members)), rank_(rank), id_(id), topology_(std::move(topology)) {}
+    : world_(std::move(world)),
+      members_(std::move(members)),
+      rank_(rank),
+      id_(id),
+      topology_(std::move(topology)),
+      scratch_(std::make_unique<ScratchBuffer>()) {}
 
 Communicator::Communicator(Communicator&& other) noexcept {
   other.for_each_attachment(&CommAttachment::quiesce);
@@ -86,11 +92,11 @@ void Communicator::for_each_attachment(void (CommAttachment::*hook)() noexcept) 
   }
 }
 
-Fabric& Communicator::fabric() const { return *world_->fabric; }
-void Communicator::fail_world(std::exception_ptr error) const { world_->fabric->fail(std::move(error)); }
-std::uint64_t Communicator::bytes_sent() const { return world_->fabric->bytes_sent(); }
+Fabric& detail::CollectiveAccess::fabric() const { return *comm_.world_->fabric; }
+void detail::CollectiveAccess::fail_world(std::exception_ptr error) const { comm_.world_->fabric->fail(std::move(error)); }
+std::uint64_t detail::CollectiveAccess::bytes_sent() const { return comm_.world_->fabric->bytes_sent(); }
 
-const std::string& Communicator::job_id() const { return world_->job_id; }
+const std::string& detail::CollectiveAccess::job_id() const { return comm_.world_->job_id; }
 
 std::string_view Communicator::transport_to(int peer) const {
   if (peer < 0 || peer >= size()) {
@@ -162,7 +168,8 @@ Work Communicator::post_collective_recv(void* data, const Envelope& envelope, in
 
 void Communicator::barrier() {
   const int n = size();
-  Envelope envelope{.op = OpKind::kBarrier, .seq = begin_collective(), .dtype = DType::kU8, .bytes = 0};
+  const std::int64_t seq = detail::CollectiveAccess(*this).begin_collective();
+  Envelope envelope{.op = OpKind::kBarrier, .seq = seq, .dtype = DType::kU8, .bytes = 0};
   // Dissemination barrier (Hensgen, Finkel, Manber 1988): in round k every rank signals
   // rank + 2^k and waits for rank - 2^k; after ceil(log2 n) rounds all have heard from all.
   for (int distance = 1; distance < n; distance <<= 1) {
@@ -179,7 +186,7 @@ std::optional<Communicator> Communicator::split(int color, int key) {
                           fmt::format("color must be >= 0 or Communicator::kUndefinedColor, got {}", color));
   }
   const int n = size();
-  const std::int64_t seq = begin_collective();
+  const std::int64_t seq = detail::CollectiveAccess(*this).begin_collective();
   // Every rank learns every (color, key): gather at rank 0, then rank 0 sends the table out.
   std::vector<std::int64_t> table(static_cast<std::size_t>(2 * n));
   std::int64_t mine[2] = {color, key};

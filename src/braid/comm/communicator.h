@@ -19,13 +19,16 @@
 //
 // Thread-safety: a Communicator may be used by one thread at a time; different communicators
 // of one world may be used from different threads concurrently.
+//
+// This header is public (installed): it includes only public headers. What collective
+// algorithms need besides (collective sends and receives, scratch memory, the progress engine,
+// attachments) is in comm/communicator_internal.h, which is not installed.
 #pragma once
 
 #include <cstdint>
 #include <exception>
 #include <memory>
 #include <optional>
-#include <string>
 #include <string_view>
 #include <typeindex>
 #include <utility>
@@ -33,30 +36,20 @@
 
 #include "braid/base/dtype.h"
 #include "braid/base/mutex.h"
-#include "braid/comm/scratch_buffer.h"
 #include "braid/comm/topology.h"
 #include "braid/comm/work.h"
-#include "braid/transport/envelope.h"
 
 namespace braid {
 
-class Fabric;
+class CommAttachment;
+class ScratchBuffer;
+struct Envelope;
+struct MatchKey;
 struct World;
 
-// State an upper layer keeps with a communicator (the shared-memory workspace of the direct
-// algorithms, the sub-communicators of hierarchical ones, the queue of asynchronous
-// collectives) without comm/ knowing its type. See Communicator::attachment().
-class CommAttachment {
- public:
-  virtual ~CommAttachment() = default;
-  // Called before the owning Communicator moves or is destroyed: finish anything that holds
-  // its address.
-  virtual void quiesce() noexcept {}
-  // Called on the thread starting a collective (begin_collective), before it takes its
-  // sequence number: an attachment that runs collectives in the background finishes them
-  // first, so that sequence numbers follow the order in which the collectives were issued.
-  virtual void before_collective() noexcept {}
-};
+namespace detail {
+class CollectiveAccess;
+}
 
 class Communicator {
  public:
@@ -98,63 +91,16 @@ class Communicator {
   // rank). Collective over this communicator. kUndefinedColor returns std::nullopt.
   std::optional<Communicator> split(int color, int key);
 
-  // --- for collective algorithms (collectives/) ----------------------------------------
-  // Starts the next collective: returns its sequence number (equal on every rank). Runs
-  // after the collectives still queued in the background (CommAttachment::before_collective).
-  std::int64_t begin_collective() {
-    for_each_attachment(&CommAttachment::before_collective);
-    return next_collective_seq_++;
-  }
-  // Transfers on the collective channel; the receiver checks the sender's envelope.
-  Work post_collective_send(const void* data, const Envelope& envelope, int peer);
-  Work post_collective_recv(void* data, const Envelope& envelope, int peer);
-  // Scratch memory for the running collective (reused across calls; see scratch_buffer.h).
-  std::byte* scratch(std::size_t bytes) { return scratch_.get(bytes); }
-  // The world's progress engine (liveness checks, poisoning) for algorithms that wait on
-  // shared memory instead of messages.
-  Fabric& fabric() const;
-  // Poisons this process's connections with `error` (every pending operation on every
-  // communicator fails with it, every other rank is told) and throws it: for an algorithm that
-  // finds a peer's data unusable after it arrived (a corrupt compressed payload). If already
-  // poisoned, throws the first error instead.
-  [[noreturn]] void fail_world(std::exception_ptr error) const;
-  // Payload bytes this process has posted to other ranks, over every communicator, since
-  // init (Fabric::bytes_sent): what compressed collectives measure as bytes on the wire.
-  std::uint64_t bytes_sent() const;
-  // Names this job's shared-memory segments (/dev/shm/braid-<job id>-*, removed by braid-run).
-  const std::string& job_id() const;
-
-  // The attachment of type T, created with T(args...) on first use (per communicator; lives
-  // as long as it and dies before its connections). T derives from CommAttachment.
-  // Attachments may be looked up and created from the thread using the communicator and from
-  // a background thread running its collectives (collective_queue.h), hence the lock; T is
-  // constructed outside it, as its constructor may use the communicator.
-  template <class T, class... Args>
-  T& attachment(Args&&... args) {
-    if (T* found = find_attachment<T>()) return *found;
-    auto created = std::make_unique<T>(std::forward<Args>(args)...);
-    MutexLock lock(attachments_mu_);
-    for (auto& [type, value] : attachments_) {
-      if (type == std::type_index(typeid(T))) return static_cast<T&>(*value);  // raced: keep the first
-    }
-    T& ref = *created;
-    attachments_.emplace_back(std::type_index(typeid(T)), std::move(created));
-    return ref;
-  }
-  // The attachment of type T if it exists, else nullptr (creates nothing).
-  template <class T>
-  T* find_attachment() const {
-    MutexLock lock(attachments_mu_);
-    for (auto& [type, value] : attachments_) {
-      if (type == std::type_index(typeid(T))) return static_cast<T*>(value.get());
-    }
-    return nullptr;
-  }
-
  private:
+  // The half of the interface meant for collective algorithms (comm/communicator_internal.h).
+  friend class detail::CollectiveAccess;
+
   Communicator(std::shared_ptr<World> world, std::vector<int> members, int rank, std::uint64_t id, Topology topology);
   Work post(bool is_send, void* data, const MatchKey& key, const Envelope& envelope, int peer);
   std::uint64_t checked_bytes(const void* data, std::int64_t count, DType dtype, int peer, int tag, const char* op) const;
+  // See detail::CollectiveAccess for these.
+  Work post_collective_send(const void* data, const Envelope& envelope, int peer);
+  Work post_collective_recv(void* data, const Envelope& envelope, int peer);
   // Calls `hook` on every attachment, those created while it runs included, without holding
   // the lock during the call (a hook may wait for background work that creates attachments).
   void for_each_attachment(void (CommAttachment::*hook)() noexcept);
@@ -168,7 +114,7 @@ class Communicator {
   Topology topology_;
   std::int64_t next_collective_seq_ = 0;
   std::int64_t next_send_seq_ = 0;
-  ScratchBuffer scratch_;
+  std::unique_ptr<ScratchBuffer> scratch_;  // behind a pointer: its type is internal
   // Last, so that attachments (which may use the communicator) are destroyed first.
   mutable Mutex attachments_mu_;  // not moved: each Communicator object has its own
   Attachments attachments_ GUARDED_BY(attachments_mu_);

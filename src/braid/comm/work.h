@@ -32,11 +32,11 @@
 #include <optional>
 
 #include "braid/base/clock.h"
-#include "braid/transport/request.h"
 
 namespace braid {
 
 class Fabric;
+struct Request;  // transport/request.h (internal)
 
 // What a Work stands for. Implementations: the transport request (work.cc) and the queued
 // task (task_work_state.h); issue 5's async engine adds its own the same way.
@@ -53,7 +53,7 @@ class Work {
  public:
   Work() = default;
   // A transport request posted on `fabric`.
-  Work(std::shared_ptr<Fabric> fabric, RequestPtr request);
+  Work(std::shared_ptr<Fabric> fabric, std::shared_ptr<Request> request);
   explicit Work(std::shared_ptr<WorkState> state) : state_(std::move(state)) {}
 
   // Blocks until done; see the contract above for what bounds it without a timeout.

@@ -22,7 +22,6 @@
 #include <span>
 
 #include "braid/compress/codec_spec.h"
-#include "braid/compress/payload_header.h"
 
 namespace braid::compress {
 

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "braid/compress/codec.h"
+#include "braid/compress/payload_header.h"
 
 namespace braid::compress {
 

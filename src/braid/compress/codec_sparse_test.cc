@@ -15,6 +15,7 @@
 #include "braid/base/splitmix64.h"
 #include "braid/compress/codec.h"
 #include "braid/compress/codec_test_util.h"
+#include "braid/compress/payload_header.h"
 #include "braid/compress/random_indices.h"
 #include "braid/compress/topk_select.h"
 

@@ -12,7 +12,10 @@
 #include "braid/base/splitmix64.h"
 #include "braid/collectives/collectives.h"
 #include "braid/collectives/patterns/ring.h"
+#include "braid/comm/communicator_internal.h"
 #include "braid/compress/compressed_call.h"
+#include "braid/compress/payload_header.h"
+#include "braid/compress/random_indices.h"
 
 namespace braid::compress {
 
@@ -77,18 +80,20 @@ CompressionStats& CompressionStats::operator+=(const CompressionStats& other) {
 }
 
 std::span<float> CompressedCall::floats(int slot, std::size_t count) const {
-  return comm.attachment<CompressionScratch>().floats(slot, count);
+  return detail::CollectiveAccess(comm).attachment<CompressionScratch>().floats(slot, count);
 }
 
 std::span<std::byte> CompressedCall::bytes(int slot, std::size_t count) const {
-  return comm.attachment<CompressionScratch>().bytes(slot, count);
+  return detail::CollectiveAccess(comm).attachment<CompressionScratch>().bytes(slot, count);
 }
 
 std::span<float> CompressedCall::state_buffer(std::string_view role, std::size_t count) const {
   return state.buffer(options.name, role, count);
 }
 
-void CompressedCall::fail_with(std::exception_ptr error) const { comm.fail_world(std::move(error)); }
+void CompressedCall::fail_with(std::exception_ptr error) const {
+  detail::CollectiveAccess(comm).fail_world(std::move(error));
+}
 
 void CompressedCall::decode_from(int peer, std::span<const std::byte> payload, std::span<float> out,
                                  DecodeMode mode) const {
@@ -192,7 +197,7 @@ CompressionStats compressed_allreduce(Communicator& comm, std::span<float> data,
                                  .non_finite = NonFinitePolicy::kPropagate},
                       .op = std::move(op),
                       .stats = stats};
-  std::uint64_t sent_before = comm.bytes_sent();
+  std::uint64_t sent_before = detail::CollectiveAccess(comm).bytes_sent();
   switch (options.codec.id) {
     case CodecId::kNone: allreduce_dense(call); break;
     case CodecId::kFp16:
@@ -209,7 +214,7 @@ CompressionStats compressed_allreduce(Communicator& comm, std::span<float> data,
     case CodecId::kRandomK: allreduce_randomk(call); break;
     case CodecId::kPowerSgd: allreduce_powersgd(call); break;
   }
-  stats.transport_bytes = comm.bytes_sent() - sent_before;
+  stats.transport_bytes = detail::CollectiveAccess(comm).bytes_sent() - sent_before;
   return stats;
 }
 

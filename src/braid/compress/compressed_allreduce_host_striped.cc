@@ -22,6 +22,7 @@
 
 #include "braid/collectives/collectives.h"
 #include "braid/collectives/host_groups.h"
+#include "braid/comm/communicator_internal.h"
 #include "braid/compress/compressed_call.h"
 
 namespace braid::compress {
@@ -68,7 +69,7 @@ bool host_striped_applies(Communicator& comm) { return spans_uniform_hosts(comm.
 
 void allreduce_two_stage_host_striped(const CompressedCall& call) {
   call.check_finite(call.data);  // on every rank at once, before any rank moves data
-  HostGroups& groups = call.comm.attachment<HostGroups>(call.comm);
+  HostGroups& groups = detail::CollectiveAccess(call.comm).attachment<HostGroups>(call.comm);
   Communicator& host = groups.host();
   Communicator& stripe = groups.stripe();
   const int local = host.rank();

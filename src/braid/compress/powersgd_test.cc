@@ -12,6 +12,7 @@
 #include "braid/base/error.h"
 #include "braid/compress/codec.h"
 #include "braid/compress/codec_test_util.h"
+#include "braid/compress/payload_header.h"
 #include "braid/compress/powersgd_math.h"
 
 namespace braid::compress {

@@ -41,6 +41,7 @@
 
 #include "braid/base/reduce_kernels.h"
 #include "braid/compress/codec.h"
+#include "braid/compress/payload_header.h"
 
 namespace braid::compress {
 

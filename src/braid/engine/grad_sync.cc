@@ -9,6 +9,8 @@
 #include "braid/base/error.h"
 #include "braid/collectives/collective_queue.h"
 #include "braid/collectives/collectives.h"
+#include "braid/comm/communicator_internal.h"
+#include "braid/engine/readiness_tracker.h"
 #include "braid/trace/trace_recorder.h"
 
 namespace braid {
@@ -143,7 +145,7 @@ void GradSync::launch(int b) {
                                             .error_feedback = options_.policy.error_feedback(codec),
                                             .momentum_correction = options_.policy.options().momentum_correction,
                                             .momentum = options_.policy.options().momentum};
-  auto& queue = comm_.attachment<CollectiveQueue>();
+  auto& queue = detail::CollectiveAccess(comm_).attachment<CollectiveQueue>();
   run.launched = true;
   run.work = queue.submit({.rank = comm_.rank(), .op = fmt::format("GradSync bucket {}", b)},
                           [this, &run, b, call = std::move(call)] {

@@ -43,9 +43,12 @@
 #include "braid/compress/compressed_allreduce.h"
 #include "braid/compress/compression_policy.h"
 #include "braid/engine/bucket_plan.h"
-#include "braid/engine/readiness_tracker.h"
 
 namespace braid {
+
+namespace engine {
+class ReadinessTracker;  // readiness_tracker.h (internal)
+}
 
 namespace trace {
 class TraceRecorder;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "braid/collectives/collectives.h"
+#include "braid/comm/communicator_internal.h"
 #include "scenario.h"
 
 namespace braid::testing {
@@ -16,8 +17,8 @@ namespace braid::testing {
 namespace {
 
 // Names in /dev/shm of this job's segments, ring and workspace alike.
-int job_names_in_dev_shm(const Communicator& comm) {
-  const std::string prefix = "braid-" + comm.job_id() + "-";
+int job_names_in_dev_shm(Communicator& comm) {
+  const std::string prefix = "braid-" + detail::CollectiveAccess(comm).job_id() + "-";
   int names = 0;
   std::error_code ec;
   for (std::filesystem::directory_iterator it("/dev/shm", ec), end; !ec && it != end; it.increment(ec)) {

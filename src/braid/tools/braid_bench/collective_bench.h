@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "bench_options.h"
+#include "braid/base/op_kind.h"
 #include "braid/collectives/collectives.h"
 
 namespace braid::bench {

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "braid/base/error.h"
+#include "braid/comm/scratch_buffer.h"
 #include "memcpy_probe.h"
 #include "result_table.h"
 
