@@ -16,7 +16,7 @@ class Counter {
   }
   int wait_for_nonzero() {
     braid::MutexLock lock(mu_);
-    changed_.wait(mu_, [&]() REQUIRES(mu_) { return total_ != 0; });
+    changed_.wait(mu_, [&]() BRAID_REQUIRES(mu_) { return total_ != 0; });
     return total_;
   }
 #if BRAID_TSA_VIOLATION == 1
@@ -24,7 +24,7 @@ class Counter {
 #elif BRAID_TSA_VIOLATION == 2
   void unlocked_call() { add_locked(1); }  // calling 'add_locked' requires holding mutex 'mu_'
 #elif BRAID_TSA_VIOLATION == 3
-  int unannotated_predicate() {  // the predicate reads 'total_' without saying REQUIRES(mu_)
+  int unannotated_predicate() {  // the predicate reads 'total_' without saying BRAID_REQUIRES(mu_)
     braid::MutexLock lock(mu_);
     changed_.wait(mu_, [&] { return total_ != 0; });
     return total_;
@@ -37,11 +37,11 @@ class Counter {
 #endif
 
  private:
-  void add_locked(int v) REQUIRES(mu_) { total_ += v; }
+  void add_locked(int v) BRAID_REQUIRES(mu_) { total_ += v; }
 
   braid::Mutex mu_;
   braid::CondVar changed_;
-  int total_ GUARDED_BY(mu_) = 0;
+  int total_ BRAID_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace

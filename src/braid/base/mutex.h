@@ -5,15 +5,15 @@
 //
 //   braid::Mutex mu_;
 //   braid::CondVar changed_;
-//   bool ready_ GUARDED_BY(mu_) = false;
+//   bool ready_ BRAID_GUARDED_BY(mu_) = false;
 //
 //   void set() { { braid::MutexLock lock(mu_); ready_ = true; } changed_.notify_all(); }
 //   void wait() {
 //     braid::MutexLock lock(mu_);
-//     changed_.wait(mu_, [&]() REQUIRES(mu_) { return ready_; });
+//     changed_.wait(mu_, [&]() BRAID_REQUIRES(mu_) { return ready_; });
 //   }
 //
-// A predicate passed to CondVar reads guarded members, so it says REQUIRES(mu_): it runs with
+// A predicate passed to CondVar reads guarded members, so it says BRAID_REQUIRES(mu_): it runs with
 // the mutex held (the analysis checks each lambda as a function of its own).
 //
 // Thread-safety: as the standard types they wrap.
@@ -27,17 +27,17 @@
 
 namespace braid {
 
-class CAPABILITY("mutex") Mutex {
+class BRAID_CAPABILITY("mutex") Mutex {
  public:
   Mutex() = default;
   Mutex(const Mutex&) = delete;
   Mutex& operator=(const Mutex&) = delete;
 
-  void lock() ACQUIRE() { mu_.lock(); }
-  void unlock() RELEASE() { mu_.unlock(); }
-  bool try_lock() TRY_ACQUIRE(true) { return mu_.try_lock(); }
+  void lock() BRAID_ACQUIRE() { mu_.lock(); }
+  void unlock() BRAID_RELEASE() { mu_.unlock(); }
+  bool try_lock() BRAID_TRY_ACQUIRE(true) { return mu_.try_lock(); }
   // Tells the analysis the caller holds the mutex (checks nothing at run time).
-  void assert_held() const ASSERT_CAPABILITY(this) {}
+  void assert_held() const BRAID_ASSERT_CAPABILITY(this) {}
 
  private:
   friend class CondVar;
@@ -45,10 +45,10 @@ class CAPABILITY("mutex") Mutex {
 };
 
 // Holds `mu` from construction to destruction (std::lock_guard).
-class SCOPED_CAPABILITY MutexLock {
+class BRAID_SCOPED_CAPABILITY MutexLock {
  public:
-  explicit MutexLock(Mutex& mu) ACQUIRE(mu) : mu_(mu) { mu_.lock(); }
-  ~MutexLock() RELEASE() { mu_.unlock(); }
+  explicit MutexLock(Mutex& mu) BRAID_ACQUIRE(mu) : mu_(mu) { mu_.lock(); }
+  ~MutexLock() BRAID_RELEASE() { mu_.unlock(); }
   MutexLock(const MutexLock&) = delete;
   MutexLock& operator=(const MutexLock&) = delete;
 
@@ -64,13 +64,13 @@ class CondVar {
   void notify_all() noexcept { cv_.notify_all(); }
 
   template <class Predicate>
-  void wait(Mutex& mu, Predicate ready) REQUIRES(mu) {
+  void wait(Mutex& mu, Predicate ready) BRAID_REQUIRES(mu) {
     Adopted lock(mu);
     cv_.wait(lock.lock, std::move(ready));
   }
   // False when `timeout` passed and `ready()` is still false.
   template <class Rep, class Period, class Predicate>
-  bool wait_for(Mutex& mu, const std::chrono::duration<Rep, Period>& timeout, Predicate ready) REQUIRES(mu) {
+  bool wait_for(Mutex& mu, const std::chrono::duration<Rep, Period>& timeout, Predicate ready) BRAID_REQUIRES(mu) {
     Adopted lock(mu);
     return cv_.wait_for(lock.lock, timeout, std::move(ready));
   }

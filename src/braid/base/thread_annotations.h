@@ -5,14 +5,17 @@
 // (run by CI) builds the library with -Werror=thread-safety.
 //
 //   class Queue {
-//     void push(int v) EXCLUDES(mu_);         // takes mu_ itself
-//     void push_locked(int v) REQUIRES(mu_);  // the caller holds mu_
+//     void push(int v) BRAID_EXCLUDES(mu_);         // takes mu_ itself
+//     void push_locked(int v) BRAID_REQUIRES(mu_);  // the caller holds mu_
 //     braid::Mutex mu_;
-//     std::deque<int> items_ GUARDED_BY(mu_);
+//     std::deque<int> items_ BRAID_GUARDED_BY(mu_);
 //   };
 //
 // braid::Mutex / MutexLock / CondVar (mutex.h) are the annotated lock types: libstdc++'s
 // std::mutex is not declared a capability, so the analysis cannot see it.
+// The macros carry braid's prefix because this header is installed (public headers use them):
+// unprefixed GUARDED_BY / REQUIRES would collide with other libraries' (LevelDB, gRPC) in users'
+// translation units.
 #pragma once
 
 #if defined(__clang__)
@@ -22,31 +25,31 @@
 #endif
 
 // A class that is a lock ("mutex") or a scoped holder of one (MutexLock).
-#define CAPABILITY(x) BRAID_THREAD_ANNOTATION(capability(x))
-#define SCOPED_CAPABILITY BRAID_THREAD_ANNOTATION(scoped_lockable)
+#define BRAID_CAPABILITY(x) BRAID_THREAD_ANNOTATION(capability(x))
+#define BRAID_SCOPED_CAPABILITY BRAID_THREAD_ANNOTATION(scoped_lockable)
 
 // Data members: read and written only with the mutex held (PT_: the pointee, not the pointer).
-#define GUARDED_BY(x) BRAID_THREAD_ANNOTATION(guarded_by(x))
-#define PT_GUARDED_BY(x) BRAID_THREAD_ANNOTATION(pt_guarded_by(x))
+#define BRAID_GUARDED_BY(x) BRAID_THREAD_ANNOTATION(guarded_by(x))
+#define BRAID_PT_GUARDED_BY(x) BRAID_THREAD_ANNOTATION(pt_guarded_by(x))
 
 // Lock order: this mutex is taken after / before the named ones.
-#define ACQUIRED_AFTER(...) BRAID_THREAD_ANNOTATION(acquired_after(__VA_ARGS__))
-#define ACQUIRED_BEFORE(...) BRAID_THREAD_ANNOTATION(acquired_before(__VA_ARGS__))
+#define BRAID_ACQUIRED_AFTER(...) BRAID_THREAD_ANNOTATION(acquired_after(__VA_ARGS__))
+#define BRAID_ACQUIRED_BEFORE(...) BRAID_THREAD_ANNOTATION(acquired_before(__VA_ARGS__))
 
 // Functions: the caller must hold (REQUIRES) or must not hold (EXCLUDES) the mutexes.
-#define REQUIRES(...) BRAID_THREAD_ANNOTATION(requires_capability(__VA_ARGS__))
-#define REQUIRES_SHARED(...) BRAID_THREAD_ANNOTATION(requires_shared_capability(__VA_ARGS__))
-#define EXCLUDES(...) BRAID_THREAD_ANNOTATION(locks_excluded(__VA_ARGS__))
+#define BRAID_REQUIRES(...) BRAID_THREAD_ANNOTATION(requires_capability(__VA_ARGS__))
+#define BRAID_REQUIRES_SHARED(...) BRAID_THREAD_ANNOTATION(requires_shared_capability(__VA_ARGS__))
+#define BRAID_EXCLUDES(...) BRAID_THREAD_ANNOTATION(locks_excluded(__VA_ARGS__))
 
 // Functions that take or give back a mutex (no argument: `this`).
-#define ACQUIRE(...) BRAID_THREAD_ANNOTATION(acquire_capability(__VA_ARGS__))
-#define ACQUIRE_SHARED(...) BRAID_THREAD_ANNOTATION(acquire_shared_capability(__VA_ARGS__))
-#define RELEASE(...) BRAID_THREAD_ANNOTATION(release_capability(__VA_ARGS__))
-#define RELEASE_SHARED(...) BRAID_THREAD_ANNOTATION(release_shared_capability(__VA_ARGS__))
-#define TRY_ACQUIRE(...) BRAID_THREAD_ANNOTATION(try_acquire_capability(__VA_ARGS__))
-#define ASSERT_CAPABILITY(x) BRAID_THREAD_ANNOTATION(assert_capability(x))
-#define RETURN_CAPABILITY(x) BRAID_THREAD_ANNOTATION(lock_returned(x))
+#define BRAID_ACQUIRE(...) BRAID_THREAD_ANNOTATION(acquire_capability(__VA_ARGS__))
+#define BRAID_ACQUIRE_SHARED(...) BRAID_THREAD_ANNOTATION(acquire_shared_capability(__VA_ARGS__))
+#define BRAID_RELEASE(...) BRAID_THREAD_ANNOTATION(release_capability(__VA_ARGS__))
+#define BRAID_RELEASE_SHARED(...) BRAID_THREAD_ANNOTATION(release_shared_capability(__VA_ARGS__))
+#define BRAID_TRY_ACQUIRE(...) BRAID_THREAD_ANNOTATION(try_acquire_capability(__VA_ARGS__))
+#define BRAID_ASSERT_CAPABILITY(x) BRAID_THREAD_ANNOTATION(assert_capability(x))
+#define BRAID_RETURN_CAPABILITY(x) BRAID_THREAD_ANNOTATION(lock_returned(x))
 
 // Turns the analysis off for one function. Say why beside it: it is for code whose safety
 // rests on something the analysis cannot see (e.g. only one thread exists yet).
-#define NO_THREAD_SAFETY_ANALYSIS BRAID_THREAD_ANNOTATION(no_thread_safety_analysis)
+#define BRAID_NO_THREAD_SAFETY_ANALYSIS BRAID_THREAD_ANNOTATION(no_thread_safety_analysis)

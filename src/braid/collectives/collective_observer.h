@@ -49,7 +49,7 @@ class CollectiveObserver final : public CommAttachment {
 
  private:
   mutable Mutex mu_;
-  Callback callback_ GUARDED_BY(mu_);
+  Callback callback_ BRAID_GUARDED_BY(mu_);
 };
 
 // Runs `run` (an algorithm on `args`) and reports it to the communicator's observer, if any.

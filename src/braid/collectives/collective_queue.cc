@@ -52,7 +52,7 @@ Work CollectiveQueue::submit(ErrorContext context, std::function<void()> task) {
 void CollectiveQueue::drain() noexcept {
   MutexLock lock(mu_);
   if (on_worker_locked()) return;
-  drained_.wait(mu_, [&]() REQUIRES(mu_) { return tasks_.empty() && !running_; });
+  drained_.wait(mu_, [&]() BRAID_REQUIRES(mu_) { return tasks_.empty() && !running_; });
 }
 
 bool CollectiveQueue::busy() const {
@@ -65,7 +65,7 @@ void CollectiveQueue::run_worker() {
     Task task;
     {
       MutexLock lock(mu_);
-      task_queued_.wait(mu_, [&]() REQUIRES(mu_) { return stopping_ || !tasks_.empty(); });
+      task_queued_.wait(mu_, [&]() BRAID_REQUIRES(mu_) { return stopping_ || !tasks_.empty(); });
       if (tasks_.empty()) return;  // stopping, and every task has run
       task = std::move(tasks_.front());
       tasks_.pop_front();

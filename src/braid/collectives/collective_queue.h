@@ -67,15 +67,15 @@ class CollectiveQueue : public CommAttachment {
   };
 
   void run_worker();
-  bool on_worker_locked() const REQUIRES(mu_) { return worker_.get_id() == std::this_thread::get_id(); }
+  bool on_worker_locked() const BRAID_REQUIRES(mu_) { return worker_.get_id() == std::this_thread::get_id(); }
 
   mutable Mutex mu_;
   CondVar task_queued_;                         // tasks_ gained a task, or stopping_ was set
   CondVar drained_;                             // tasks_ emptied with no task running
-  std::deque<Task> tasks_ GUARDED_BY(mu_);      // not yet started, oldest first
-  bool running_ GUARDED_BY(mu_) = false;        // a task is on the worker now
-  bool stopping_ GUARDED_BY(mu_) = false;       // the destructor has begun
-  std::thread worker_ GUARDED_BY(mu_);          // started by the first submit
+  std::deque<Task> tasks_ BRAID_GUARDED_BY(mu_);      // not yet started, oldest first
+  bool running_ BRAID_GUARDED_BY(mu_) = false;        // a task is on the worker now
+  bool stopping_ BRAID_GUARDED_BY(mu_) = false;       // the destructor has begun
+  std::thread worker_ BRAID_GUARDED_BY(mu_);          // started by the first submit
 };
 
 }  // namespace braid

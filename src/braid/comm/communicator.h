@@ -117,7 +117,7 @@ class Communicator {
   std::unique_ptr<ScratchBuffer> scratch_;  // behind a pointer: its type is internal
   // Last, so that attachments (which may use the communicator) are destroyed first.
   mutable Mutex attachments_mu_;  // not moved: each Communicator object has its own
-  Attachments attachments_ GUARDED_BY(attachments_mu_);
+  Attachments attachments_ BRAID_GUARDED_BY(attachments_mu_);
 };
 
 }  // namespace braid

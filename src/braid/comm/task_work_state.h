@@ -34,12 +34,12 @@ class TaskWorkState final : public WorkState {
 
  private:
   // REQUIRES: mu_ held, or done_ seen (error_ is immutable then).
-  void rethrow_if_failed() const NO_THREAD_SAFETY_ANALYSIS;
+  void rethrow_if_failed() const BRAID_NO_THREAD_SAFETY_ANALYSIS;
 
   const ErrorContext context_;
   mutable Mutex mu_;
   CondVar finished_;
-  std::exception_ptr error_ GUARDED_BY(mu_);  // until done_, immutable after
+  std::exception_ptr error_ BRAID_GUARDED_BY(mu_);  // until done_, immutable after
   // Written once (release) under mu_ after error_; read (acquire) without the lock, so that
   // test() and completed() never block behind a waiter.
   std::atomic<bool> done_{false};

@@ -133,10 +133,10 @@ class GradSync {
   };
   struct BucketRun;  // one bucket's buffer and its in-flight allreduce
 
-  void ensure_plan() REQUIRES(mu_);
+  void ensure_plan() BRAID_REQUIRES(mu_);
   std::vector<engine::ParamInfo> param_infos() const;
-  void adopt_plan(engine::BucketPlan plan) REQUIRES(mu_);
-  void launch(int bucket) REQUIRES(mu_);
+  void adopt_plan(engine::BucketPlan plan) BRAID_REQUIRES(mu_);
+  void launch(int bucket) BRAID_REQUIRES(mu_);
   void check_same_model();
   void agree_on_unused(const std::vector<int>& unused);
   void rebuild_from_rank0_order();
@@ -146,7 +146,7 @@ class GradSync {
   std::vector<Param> params_;
   engine::BucketPlan plan_;
   Mutex mu_;  // serialises concurrent mark_ready calls (launching buckets) and the tracker
-  std::unique_ptr<engine::ReadinessTracker> tracker_ GUARDED_BY(mu_);
+  std::unique_ptr<engine::ReadinessTracker> tracker_ BRAID_GUARDED_BY(mu_);
   std::vector<std::unique_ptr<BucketRun>> runs_;
   std::vector<char> unused_;          // per parameter: no gradient this step (filled with zeros)
   std::unique_ptr<trace::TraceRecorder> own_trace_;  // from BRAID_TRACE when options.trace is unset

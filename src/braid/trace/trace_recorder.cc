@@ -22,13 +22,13 @@ struct TraceRecorder::State {
 
   const TraceOptions options;
   mutable Mutex mu;
-  TraceData data GUARDED_BY(mu);
-  std::size_t kept_events GUARDED_BY(mu) = 0;  // compute + comm + marks in data
+  TraceData data BRAID_GUARDED_BY(mu);
+  std::size_t kept_events BRAID_GUARDED_BY(mu) = 0;  // compute + comm + marks in data
   // Open begin_compute() spans, innermost last, per calling thread.
-  std::unordered_map<std::thread::id, std::vector<ComputeSpan>> open GUARDED_BY(mu);
+  std::unordered_map<std::thread::id, std::vector<ComputeSpan>> open BRAID_GUARDED_BY(mu);
 
   // Whether one more event fits; counts it as dropped when not.
-  bool admit_locked() REQUIRES(mu) {
+  bool admit_locked() BRAID_REQUIRES(mu) {
     if (kept_events >= options.max_events) {
       ++data.dropped_events;
       return false;
@@ -36,7 +36,7 @@ struct TraceRecorder::State {
     ++kept_events;
     return true;
   }
-  void add_compute_locked(ComputeSpan span) REQUIRES(mu) {
+  void add_compute_locked(ComputeSpan span) BRAID_REQUIRES(mu) {
     if (admit_locked()) data.compute.push_back(std::move(span));
   }
 };

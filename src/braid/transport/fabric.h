@@ -83,12 +83,12 @@ class Fabric {
   void shutdown() noexcept;
 
  private:
-  Transport& route(int peer) REQUIRES(mu_);  // every transport call but sleep() is made under mu_
-  bool progress_locked() REQUIRES(mu_);
-  void check_peers_locked() REQUIRES(mu_);
+  Transport& route(int peer) BRAID_REQUIRES(mu_);  // every transport call but sleep() is made under mu_
+  bool progress_locked() BRAID_REQUIRES(mu_);
+  void check_peers_locked() BRAID_REQUIRES(mu_);
   void sleep_until_activity(const RequestPtr& request, Seconds max_wait);
-  [[noreturn]] void poison_and_throw_locked(std::exception_ptr error) REQUIRES(mu_);
-  void notify_peers_locked(const Error& error) REQUIRES(mu_);
+  [[noreturn]] void poison_and_throw_locked(std::exception_ptr error) BRAID_REQUIRES(mu_);
+  void notify_peers_locked(const Error& error) BRAID_REQUIRES(mu_);
   [[noreturn]] void throw_timeout(const Request& request, double waited_seconds);
   static void rethrow_if_failed(const Request& request);
 
@@ -100,8 +100,8 @@ class Fabric {
   std::vector<int> route_;
 
   Mutex mu_;
-  std::exception_ptr poison_ GUARDED_BY(mu_);
-  bool shut_down_ GUARDED_BY(mu_) = false;
+  std::exception_ptr poison_ BRAID_GUARDED_BY(mu_);
+  bool shut_down_ BRAID_GUARDED_BY(mu_) = false;
   std::atomic<std::uint64_t> bytes_sent_{0};  // relaxed: a statistic, ordered by nothing
 };
 
