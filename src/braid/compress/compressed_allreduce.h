@@ -69,7 +69,7 @@ struct CompressedAllreduceOptions {
 // What one call moved. The wire figures count this rank's sends under the bandwidth-optimal
 // schedules braid uses over networks (pairwise alltoall, ring allgather, ring allreduce);
 // transport_bytes is what really crossed a transport from this process during the call
-// (Communicator::bytes_sent), which equals wire_bytes when those algorithms run over tcp and is
+// (detail::CollectiveAccess::bytes_sent), which equals wire_bytes when those algorithms run over tcp and is
 // lower when shared-memory direct algorithms moved the data without messages.
 struct CompressionStats {
   CodecSpec codec;                      // the codec used
