@@ -222,7 +222,9 @@ TEST_F(BraidBenchTest, CompressPrintsWireBytesAndErrorPerCodec) {
       EXPECT_NEAR(row["wire/ring"].get<double>(), 0.25, 0.01) << row.dump();
       EXPECT_LT(row["relerr"].get<double>(), 0.02) << row.dump();
     }
-    if (row["codec"] == "none") EXPECT_EQ(row["relerr"].get<double>(), 0.0) << row.dump();
+    if (row["codec"] == "none") {
+      EXPECT_EQ(row["relerr"].get<double>(), 0.0) << row.dump();
+    }
   }
 }
 

@@ -88,7 +88,9 @@ TEST(EnvTest, TypedAccessorsRefuseWhatCheckRefuses) {
 // A declaration whose own default it would refuse is a bug in env.h.
 TEST(EnvTest, EveryDefaultIsAllowed) {
   for (const Variable& var : braid_variables()) {
-    if (!var.default_value.empty()) EXPECT_EQ(problem(var, var.default_value), "") << var.name;
+    if (!var.default_value.empty()) {
+      EXPECT_EQ(problem(var, var.default_value), "") << var.name;
+    }
   }
 }
 

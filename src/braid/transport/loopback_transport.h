@@ -9,7 +9,7 @@ namespace braid {
 
 class LoopbackTransport final : public Transport {
  public:
-  explicit LoopbackTransport(int rank) : rank_(rank), matcher_(rank, rank) {}
+  explicit LoopbackTransport(int rank) : matcher_(rank, rank) {}
 
   std::string_view name() const override { return "self"; }
   void post_send(const RequestPtr& send) override;
@@ -25,7 +25,6 @@ class LoopbackTransport final : public Transport {
   void shutdown(Deadline) noexcept override {}
 
  private:
-  int rank_;
   Matcher matcher_;
 };
 

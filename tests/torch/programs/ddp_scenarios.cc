@@ -20,11 +20,11 @@ namespace {
 namespace nn = torch::nn;
 
 struct TwoLayers : nn::Module {
-  TwoLayers(int hidden, bool use_second)
+  TwoLayers(int hidden, bool with_second)
       : fc1(register_module("fc1", nn::Linear(8, hidden))),
         fc2(register_module("fc2", nn::Linear(hidden, 4))),
         spare(register_module("spare", nn::Linear(4, 4))),
-        use_second(use_second) {}
+        use_second(with_second) {}
   torch::Tensor forward(const torch::Tensor& x) {
     torch::Tensor h = fc2->forward(torch::relu(fc1->forward(x)));
     return use_second ? spare->forward(h) : h;
