@@ -1,8 +1,6 @@
 // write_file_atomically leaves either the old file or the complete new one, and no temporary.
 #include "braid/base/atomic_file.h"
 
-#include <unistd.h>
-
 #include <cstdlib>
 #include <filesystem>
 #include <string>
@@ -10,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "braid/base/error.h"
+#include "temp_dir.h"
 
 namespace braid {
 namespace {
@@ -18,16 +17,12 @@ namespace fs = std::filesystem;
 
 class AtomicFileTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    std::string pattern = (fs::temp_directory_path() / "braid-atomic-file-XXXXXX").string();
-    ASSERT_NE(::mkdtemp(pattern.data()), nullptr);
-    dir_ = pattern;
-  }
-  void TearDown() override { fs::remove_all(dir_); }
+  void SetUp() override { ASSERT_FALSE(scratch_.path().empty()); }
 
   std::size_t entries() const { return static_cast<std::size_t>(std::distance(fs::directory_iterator(dir_), {})); }
 
-  fs::path dir_;
+  testing::TempDir scratch_{"braid-atomic-file"};
+  fs::path dir_{scratch_.path()};
 };
 
 TEST_F(AtomicFileTest, ReplacesTheWholeFileAndLeavesNoTemporary) {
