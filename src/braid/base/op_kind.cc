@@ -55,7 +55,9 @@ std::vector<std::string_view> op_kind_aliases(OpKind op) {
 
 std::string op_kind_names(std::span<const OpKind> kinds) { return kVocabulary.accepted_names(one_of(kinds)); }
 
-bool is_valid_op_kind(std::uint8_t raw) { return raw >= 1 && raw <= 12; }
+bool is_valid_op_kind(std::uint8_t raw) {
+  return raw >= static_cast<std::uint8_t>(kOpKinds.front()) && raw <= static_cast<std::uint8_t>(kOpKinds.back());
+}
 
 bool is_reducing(OpKind op) {
   return op == OpKind::kAllreduce || op == OpKind::kReduceScatter || op == OpKind::kReduce;

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "braid/base/error.h"
+#include "braid/base/splitmix64.h"
 #include "braid/collectives/collectives.h"
 #include "braid/compress/compressed_allreduce.h"
 #include "collective_timing.h"
@@ -33,10 +34,8 @@ namespace {
 
 void fill_gradient(std::span<float> x, int rank) {
   for (std::size_t i = 0; i < x.size(); ++i) {
-    std::uint64_t z = (static_cast<std::uint64_t>(rank) << 40) + i + 0x9e3779b97f4a7c15ull;
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    double unit = static_cast<double>((z ^ (z >> 31)) >> 11) * 0x1p-53 * 2.0 - 1.0;
+    // The first draw of a SplitMix64 seeded per (rank, element): a value in [-1, 1).
+    double unit = SplitMix64((static_cast<std::uint64_t>(rank) << 40) + i).next_unit() * 2.0 - 1.0;
     x[i] = static_cast<float>(std::ldexp(unit, static_cast<int>((i / 4096) % 8) - 4));
   }
 }
