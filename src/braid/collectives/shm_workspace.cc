@@ -63,7 +63,7 @@ std::size_t configured_slice_bytes(Communicator& comm) {
     return static_cast<std::size_t>(bytes);
   } catch (const Error&) {
     // Poisons rather than throwing alone: the peers are about to wait for this rank's workspace.
-    detail::CollectiveAccess(comm).fabric().fail(std::current_exception());
+    detail::CollectiveAccess(comm).fail_world(std::current_exception());
   }
 }
 
