@@ -1,8 +1,11 @@
 // Lets an upper layer watch every collective a communicator runs — the tracer records them on
 // its timeline (engine/collective_tracing.h) — without collectives/ knowing who is watching.
 //
-//   detail::CollectiveAccess(comm).attachment<CollectiveObserver>().set(
+//   detail::CollectiveAccess(comm).attachment<CollectiveObserver>().set("tracer",
 //       [](const CollectiveRecord& r) { ... });
+//
+// Several watchers may observe one communicator (the tracer and parallel/'s traffic counters),
+// each under its own key; they are called in key order.
 //
 // The callback runs on the thread that ran the collective (the caller's, or the background
 // queue's for non-blocking ones), after the algorithm returned or threw. It must be quick and
@@ -14,6 +17,8 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
+#include <string>
 #include <string_view>
 
 #include "braid/base/clock.h"
@@ -37,19 +42,23 @@ struct CollectiveRecord {
 class CollectiveObserver final : public CommAttachment {
  public:
   using Callback = std::function<void(const CollectiveRecord&)>;
-  // Replaces the callback; an empty one stops observing.
-  void set(Callback callback) {
+  // Replaces the callback registered under `key`; an empty one stops that watcher.
+  void set(std::string_view key, Callback callback) {
     MutexLock lock(mu_);
-    callback_ = std::move(callback);
+    if (callback) {
+      callbacks_[std::string(key)] = std::move(callback);
+    } else {
+      callbacks_.erase(std::string(key));
+    }
   }
   void notify(const CollectiveRecord& record) const {
     MutexLock lock(mu_);
-    if (callback_) callback_(record);
+    for (const auto& [key, callback] : callbacks_) callback(record);
   }
 
  private:
   mutable Mutex mu_;
-  Callback callback_ BRAID_GUARDED_BY(mu_);
+  std::map<std::string, Callback, std::less<>> callbacks_ BRAID_GUARDED_BY(mu_);
 };
 
 // Runs `run` (an algorithm on `args`) and reports it to the communicator's observer, if any.

@@ -70,12 +70,12 @@ bool identical_on_every_rank(Communicator& comm, const void* data, std::size_t b
 void check_sum(Communicator& comm, Checks& checks, std::int64_t count, const std::string& requested,
                const std::string& expected) {
   std::string ran;
-  detail::CollectiveAccess(comm).attachment<CollectiveObserver>().set([&](const CollectiveRecord& r) {
+  detail::CollectiveAccess(comm).attachment<CollectiveObserver>().set("test", [&](const CollectiveRecord& r) {
     if (r.op == OpKind::kAllreduce) ran = std::string(r.algorithm);
   });
   std::vector<float> got = order_sensitive_input(comm.rank(), count);
   allreduce(comm, got.data(), got.data(), count, DType::kF32, ReduceOp::kSum, {.algorithm = requested});
-  detail::CollectiveAccess(comm).attachment<CollectiveObserver>().set({});
+  detail::CollectiveAccess(comm).attachment<CollectiveObserver>().set("test", {});
   const std::string what = "count " + std::to_string(count);
   checks.expect(ran == expected, what + ": ran '" + ran + "', not '" + expected + "'");
   checks.expect(identical_on_every_rank(comm, got.data(), got.size() * sizeof(float)), what + ": ranks differ");
