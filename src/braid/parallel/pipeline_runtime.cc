@@ -290,7 +290,7 @@ void PipelineRuntime::run_recv(const Action& a, StepReport& report) {
   report.wait_seconds += seconds_between(start, now_ns());
 }
 
-void PipelineRuntime::run_send(const Action& a) {
+void PipelineRuntime::run_send(const Action& a, StepReport& report) {
   auto found = outbound_.find({a.type, a.microbatch, a.chunk});
   Outbound& out = sends_.emplace_back(Outbound{std::move(found->second), {}});
   outbound_.erase(found);
@@ -298,6 +298,7 @@ void PipelineRuntime::run_send(const Action& a) {
   // Posting is short (the transport starts copying at once and the rest moves while this
   // rank waits later); traced so that a transport that stalls the sender shows up.
   trace::CommScope scope(options_.trace, fmt::format("{} mb {}", action_type_name(a.type), a.microbatch));
+  report.sent_bytes += static_cast<double>(out.tensor.data.size() * sizeof(float));
   if (scope.active()) scope.event().bytes = out.tensor.data.size() * sizeof(float);
   out.work = comm_.isend(out.tensor.data.data(), static_cast<std::int64_t>(out.tensor.data.size()), DType::kF32, a.peer,
                          tag_of(a.type, a.microbatch, vs));
@@ -345,7 +346,7 @@ StepReport PipelineRuntime::run_step() {
     } else if (is_recv(a.type))
       run_recv(a, report);
     else
-      run_send(a);
+      run_send(a, report);
   }
   for (Outbound& send : sends_) {
     send.work.wait();

@@ -58,6 +58,7 @@ struct StepReport {
   double wall_seconds = 0;     // from entering run_step until its last action and sends completed
   double compute_seconds = 0;  // sum of the stage's forward/backward call durations
   double wait_seconds = 0;     // time spent waiting at recv actions
+  double sent_bytes = 0;       // activations and gradients this stage sent (payload bytes)
 };
 
 class PipelineRuntime {
@@ -89,7 +90,7 @@ class PipelineRuntime {
   void post_receive(const Action& recv);
   void run_compute(const Action& a, StepReport& report);
   void run_recv(const Action& a, StepReport& report);
-  void run_send(const Action& a);
+  void run_send(const Action& a, StepReport& report);
   int tag_of(ActionType transfer, int microbatch, int sender_virtual_stage) const;
   StageTensor take_input(const Action& a, ActionType transfer);
   void keep_output(const Action& a, ActionType transfer, StageTensor tensor);

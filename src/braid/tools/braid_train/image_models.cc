@@ -51,8 +51,8 @@ std::shared_ptr<TrainModel> make_cnn() { return std::make_shared<TrainModel>(cnn
 std::shared_ptr<TrainModel> make_model(const ModelSpec& spec) {
   if (spec.name == "mlp") return make_mlp();
   if (spec.name == "cnn") return make_cnn();
-  if (spec.name == "gpt") return make_gpt(spec.vocab, spec.context);
-  throw InvalidArgument({.op = "make_model"}, fmt::format("unknown model '{}' (mlp, cnn or gpt)", spec.name));
+  if (spec.name == "gpt" || spec.name == "gpt-small") return make_gpt(spec);
+  throw InvalidArgument({.op = "make_model"}, fmt::format("unknown model '{}' (mlp, cnn, gpt or gpt-small)", spec.name));
 }
 
 }  // namespace braid::train

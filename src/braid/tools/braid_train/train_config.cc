@@ -13,14 +13,33 @@ namespace braid::train {
 namespace {
 
 std::string pipeline_part(const TrainConfig& c) {
-  return c.pp > 1 ? fmt::format(" pp={} microbatches={} schedule={}", c.pp, c.microbatches, c.schedule) : "";
+  std::string part = c.pp > 1 ? fmt::format(" pp={} microbatches={} schedule={}", c.pp, c.microbatches, c.schedule) : "";
+  if (c.tp > 1) part += fmt::format(" tp={} sp={}", c.tp, c.sequence_parallel);
+  if (c.uses_mesh() && c.pp == 1) part += fmt::format(" microbatches={}", c.microbatches);
+  return part;
+}
+
+std::string gpt_part(const TrainConfig& c) {
+  if (!c.is_gpt()) return "";
+  GptSize g = c.gpt_size();
+  return fmt::format(" context={} width={} layers={} heads={} dropout={} clip={}", g.context, g.width, g.layers,
+                     g.heads, c.dropout, c.clip_grad);
 }
 
 }  // namespace
 
 std::string TrainConfig::data_dir() const {
   if (!data.empty()) return data;
-  return model == "gpt" ? "/usr/share/games/fortunes" : "/usr/share/datasets/fashion-mnist";
+  return is_gpt() ? "/usr/share/games/fortunes" : "/usr/share/datasets/fashion-mnist";
+}
+
+GptSize TrainConfig::gpt_size() const {
+  GptSize size = model == "gpt-small" ? GptSize{.width = 512, .layers = 8, .heads = 8, .context = 128} : GptSize{};
+  if (width > 0) size.width = width;
+  if (layers > 0) size.layers = layers;
+  if (heads > 0) size.heads = heads;
+  if (context > 0) size.context = context;
+  return size;
 }
 
 double TrainConfig::learning_rate() const {
@@ -30,14 +49,15 @@ double TrainConfig::learning_rate() const {
 
 std::string TrainConfig::fingerprint(int world) const {
   return fmt::format("model={} world={} batch={} accumulate={} optimizer={} lr={} compress={} min-elements={} "
-                     "warmup={} bucket-mb={} seed={} train-samples={} context={}{}",
+                     "warmup={} bucket-mb={} seed={} train-samples={}{}{}",
                      model, world, batch, accumulate, optimizer, learning_rate(), compress, compress_min_elements,
-                     warmup_steps, bucket_mb, seed, train_samples, model == "gpt" ? context : 0, pipeline_part(*this));
+                     warmup_steps, bucket_mb, seed, train_samples, gpt_part(*this), pipeline_part(*this));
 }
 
 void add_train_flags(CLI::App& app, TrainConfig& c) {
-  app.add_option("--model", c.model, "mlp | cnn (Fashion-MNIST) | gpt (character LM on fortunes)")
-      ->check(CLI::IsMember({"mlp", "cnn", "gpt"}))
+  app.add_option("--model", c.model,
+                 "mlp | cnn (Fashion-MNIST) | gpt (character LM on fortunes, ~1.2 M parameters) | gpt-small (~25 M)")
+      ->check(CLI::IsMember({"mlp", "cnn", "gpt", "gpt-small"}))
       ->capture_default_str();
   app.add_option("--data", c.data, "dataset directory (default: the Debian package's)");
   app.add_option("--epochs", c.epochs, "passes over the training set")->capture_default_str();
@@ -74,14 +94,23 @@ void add_train_flags(CLI::App& app, TrainConfig& c) {
   app.add_option("--seed", c.seed, "initialisation and shuffling seed")->capture_default_str();
   app.add_option("--train-samples", c.train_samples, "use only the first N training samples (0: all)");
   app.add_option("--test-samples", c.test_samples, "evaluate on the first N test samples (0: all)");
-  app.add_option("--context", c.context, "gpt: tokens per sample")->capture_default_str();
+  app.add_option("--context", c.context, "gpt: tokens per sample (default: gpt 64, gpt-small 128)");
+  app.add_option("--width", c.width, "gpt: model width (default: gpt 128, gpt-small 512)");
+  app.add_option("--layers", c.layers, "gpt: transformer blocks (default: gpt 6, gpt-small 8)");
+  app.add_option("--heads", c.heads, "gpt: attention heads (default: gpt 4, gpt-small 8)");
+  app.add_option("--dropout", c.dropout, "gpt: dropout probability, in [0, 1)")->capture_default_str();
+  app.add_option("--clip-grad", c.clip_grad, "clip the global gradient norm to this (0: no clipping)")
+      ->capture_default_str();
+  app.add_option("--tp", c.tp, "gpt: tensor-parallel ranks (the world is dp x pp x tp, tp innermost)")
+      ->capture_default_str();
+  app.add_flag("--sp", c.sequence_parallel, "with --tp: sequence parallelism (LayerNorm, dropout on sequence shards)");
   app.add_option("--log-interval", c.log_interval, "seconds between progress lines")->capture_default_str();
   app.add_flag("--check-replicas", c.check_replicas, "verify every rank holds identical parameters after each step");
   app.add_flag("--quiet", c.quiet, "no progress lines");
   app.add_flag("--allow-nonfinite-loss", c.allow_nonfinite_loss,
                "keep training when the loss becomes NaN or infinite (default: stop naming the step)");
   app.add_option("--pp", c.pp, "pipeline stages (the world is pp x data-parallel replicas)")->capture_default_str();
-  app.add_option("--microbatches", c.microbatches, "micro-batches per step and pipeline (with --pp)")
+  app.add_option("--microbatches", c.microbatches, "micro-batches per step and pipeline (with --pp or --tp)")
       ->capture_default_str();
   app.add_option("--schedule", c.schedule, "pipeline schedule: gpipe | 1f1b | interleaved:V | zb1 (alias zb-h1)")
       ->capture_default_str();
@@ -89,19 +118,54 @@ void add_train_flags(CLI::App& app, TrainConfig& c) {
 
 namespace {
 
-// With --pp: the batch splits over world/pp replicas and m micro-batches; accumulation is the
-// micro-batches' job, and checkpoints do not cover a pipeline yet.
-void validate_pipeline(const TrainConfig& c, int world) {
+// The mesh trainer (--pp, --tp, --dropout): the batch splits over world/(pp x tp) replicas and m
+// micro-batches; accumulation is the micro-batches' job.
+void validate_mesh(const TrainConfig& c, int world) {
   auto bad = [](const std::string& detail) { throw InvalidArgument({.op = "braid-train"}, detail); };
-  int replicas = world / c.pp;
+  int replicas = world / (c.pp * c.tp);
   parallel::ParsedKind kind = parallel::parse_schedule_kind(c.schedule, "--schedule");  // names the accepted forms
-  parallel::check_schedule_spec({.kind = kind.kind, .stages = c.pp, .microbatches = c.microbatches, .chunks = kind.chunks});
+  if (c.pp > 1) {
+    parallel::check_schedule_spec({.kind = kind.kind, .stages = c.pp, .microbatches = c.microbatches, .chunks = kind.chunks});
+  }
+  if (c.microbatches < 1) bad(fmt::format("--microbatches {}: must be at least 1", c.microbatches));
   if (c.batch % (static_cast<std::int64_t>(replicas) * c.microbatches) != 0) {
     bad(fmt::format("--batch {} is not divisible by {} data-parallel replicas x --microbatches {}", c.batch, replicas,
                     c.microbatches));
   }
-  if (c.accumulate != 1) bad("--accumulate with --pp: the pipeline's micro-batches already accumulate");
-  if (!c.checkpoint_dir.empty()) bad("--checkpoint-dir with --pp: pipeline checkpoints are not supported yet");
+  if (c.accumulate != 1) bad("--accumulate with --pp or --tp: the micro-batches (--microbatches) already accumulate");
+}
+
+// --tp: only the GPT has tensor-parallel layers; its heads, width and (with --sp) context must
+// split evenly. The layers check it too, but here it fails before any rank loads data.
+void validate_tensor_parallel(const TrainConfig& c) {
+  auto bad = [](const std::string& detail) { throw InvalidArgument({.op = "braid-train --tp"}, detail); };
+  GptSize g = c.gpt_size();
+  if (c.sequence_parallel && c.tp == 1) bad("--sp needs --tp greater than 1");
+  if (c.tp == 1) return;
+  if (!c.is_gpt()) bad(fmt::format("--tp {} with --model {}: only gpt and gpt-small have tensor-parallel layers", c.tp, c.model));
+  if (g.heads % c.tp != 0) {
+    bad(fmt::format("--tp {}: the attention of every block has {} heads, which {} ranks cannot share evenly", c.tp,
+                    g.heads, c.tp));
+  }
+  if (c.sequence_parallel && g.context % c.tp != 0) {
+    bad(fmt::format("--sp with --tp {}: the context of {} tokens does not split into {} sequence shards", c.tp,
+                    g.context, c.tp));
+  }
+}
+
+void validate_gpt_size(const TrainConfig& c) {
+  auto bad = [](const std::string& detail) { throw InvalidArgument({.op = "braid-train"}, detail); };
+  GptSize g = c.gpt_size();
+  if (g.context < 2 || g.context > 4096) bad(fmt::format("--context {}: must be in 2..4096", g.context));
+  if (g.width < 1 || g.layers < 1 || g.heads < 1) {
+    bad(fmt::format("--width {}, --layers {}, --heads {}: each must be at least 1", g.width, g.layers, g.heads));
+  }
+  if (g.width % g.heads != 0) {
+    bad(fmt::format("--width {} is not divisible by --heads {}: every head needs the same width", g.width, g.heads));
+  }
+  if (!(c.dropout >= 0 && c.dropout < 1)) bad(fmt::format("--dropout {}: must be in [0, 1)", c.dropout));
+  if (c.dropout > 0 && !c.is_gpt()) bad("--dropout: only the gpt models have dropout");
+  if (!(std::isfinite(c.clip_grad) && c.clip_grad >= 0)) bad(fmt::format("--clip-grad {}: must be a finite number >= 0", c.clip_grad));
 }
 
 }  // namespace
@@ -112,11 +176,15 @@ void validate(const TrainConfig& c, int world) {
   if (c.steps < 0) bad(fmt::format("--steps {}: must be at least 0", c.steps));
   if (c.batch < 1) bad(fmt::format("--batch {}: must be at least 1", c.batch));
   if (c.accumulate < 1) bad(fmt::format("--accumulate {}: must be at least 1", c.accumulate));
-  if (c.pp < 1 || world % c.pp != 0) {
-    bad(fmt::format("--pp {}: must be at least 1 and divide the world size {}", c.pp, world));
+  if (c.pp < 1 || c.tp < 1 || world % (c.pp * c.tp) != 0) {
+    bad(fmt::format("--pp {} x --tp {}: each must be at least 1 and their product divide the world size {} (the "
+                    "mesh is dp x pp x tp)",
+                    c.pp, c.tp, world));
   }
-  if (c.pp > 1) validate_pipeline(c, world);
-  if (c.batch % (world * c.accumulate) != 0 && c.pp == 1) {
+  validate_gpt_size(c);
+  validate_tensor_parallel(c);
+  if (c.uses_mesh()) validate_mesh(c, world);
+  if (c.batch % (world * c.accumulate) != 0 && !c.uses_mesh()) {
     bad(fmt::format("--batch {} is not divisible by the world size {} x --accumulate {}: every rank must get the "
                     "same number of samples per micro-batch",
                     c.batch, world, c.accumulate));
@@ -125,7 +193,6 @@ void validate(const TrainConfig& c, int world) {
     bad(fmt::format("--lr {}: must be a finite number greater than 0", *c.lr));
   }
   if (c.threads < 1 || c.threads > 256) bad(fmt::format("--threads {}: must be in 1..256", c.threads));
-  if (c.context < 2 || c.context > 4096) bad(fmt::format("--context {}: must be in 2..4096", c.context));
   if (c.train_samples < 0 || c.test_samples < 0) bad("--train-samples and --test-samples must be at least 0");
   if (c.checkpoint_every < 0) bad(fmt::format("--checkpoint-every {}: must be at least 0", c.checkpoint_every));
   if (c.resumes() && c.checkpoint_dir.empty()) {

@@ -12,8 +12,15 @@ class App;
 
 namespace braid::train {
 
+// The GPT's shape: the preset of --model (gpt: 128 wide, 6 layers, 4 heads, context 64, about
+// 1.2 M parameters; gpt-small: 512, 8, 8, 128, about 25 M) with --width/--layers/--heads/
+// --context overriding it.
+struct GptSize {
+  std::int64_t width = 128, layers = 6, heads = 4, context = 64;
+};
+
 struct TrainConfig {
-  std::string model = "mlp";         // mlp | cnn | gpt
+  std::string model = "mlp";         // mlp | cnn | gpt | gpt-small
   std::string data;                  // default: Fashion-MNIST's or fortunes' Debian directory
   std::int64_t epochs = 2;
   std::int64_t steps = 0;            // > 0: stop after this many optimizer steps (overrides epochs)
@@ -38,7 +45,12 @@ struct TrainConfig {
   std::uint64_t seed = 1;
   std::int64_t train_samples = 0;    // > 0: use only the first N training samples (windows for gpt)
   std::int64_t test_samples = 0;     // > 0: evaluate on the first N test samples
-  std::int64_t context = 64;         // gpt: tokens per sample
+  std::int64_t context = 0;          // gpt: tokens per sample (0: the preset's)
+  std::int64_t width = 0, layers = 0, heads = 0;  // gpt: 0 = the preset's
+  double dropout = 0;                // gpt: dropout probability (embeddings, attention, residuals)
+  double clip_grad = 0;              // > 0: clip the global gradient norm to this
+  int tp = 1;                        // tensor-parallel ranks (gpt; the mesh is dp x pp x tp)
+  bool sequence_parallel = false;    // with --tp: activations outside TP regions split over the sequence
   double log_interval = 2.0;         // seconds between progress lines on rank 0
   bool check_replicas = false;       // compare every rank's parameters after every step
   bool quiet = false;                // no progress lines (epoch lines and the summary remain)
@@ -46,6 +58,11 @@ struct TrainConfig {
   int microbatches = 4;              // per optimizer step and pipeline (with --pp)
   std::string schedule = "1f1b";     // gpipe | 1f1b | interleaved:V | zb1 (with --pp)
 
+  bool is_gpt() const { return model == "gpt" || model == "gpt-small"; }
+  GptSize gpt_size() const;
+  // Tensor or pipeline parallelism (or dropout, whose streams a mesh checkpoint keeps): the
+  // mesh trainer (mesh_trainer.h) rather than the data-parallel one.
+  bool uses_mesh() const { return tp > 1 || pp > 1 || dropout > 0; }
   std::string data_dir() const;      // `data`, or the model's default
   double learning_rate() const;      // `lr`, or the optimizer's default
   bool resumes() const { return resume || resume_if_present; }

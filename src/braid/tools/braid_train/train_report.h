@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,12 @@ struct EpochFigures {
   std::uint64_t payload_bytes = 0;
   std::uint64_t fp32_bytes = 0;      // uncompressed gradient bytes reduced
   std::int64_t tokens_per_sample = 1;
+  // Mesh runs: algorithm bytes per optimizer step on each axis (dp, tp, pp), the mean over
+  // ranks (parallel/axis_traffic.h; plan/training_traffic.h predicts them), and rank 0's time
+  // inside tensor-parallel collectives.
+  std::map<std::string, double> axis_bytes_per_step;
+  double tp_seconds = 0;
+  double tp_share() const { return step_seconds > 0 ? tp_seconds / step_seconds : 0; }
 
   double samples_per_second() const { return seconds > 0 ? samples / seconds : 0; }
   double communication_share() const { return step_seconds > 0 ? communication_seconds / step_seconds : 0; }
@@ -48,6 +55,7 @@ struct RunSummary {
   std::int64_t steps = 0;
   std::uint32_t parameter_digest = 0;  // CRC32C of the final parameters (identical on every rank)
   bool resumed = false;
+  std::vector<double> step_losses;     // each step's training loss (mean over the batch), this run's steps
 };
 
 // "epoch 2: train loss 0.412  test accuracy 85.31%  1843 samples/s  communication 23% ..."

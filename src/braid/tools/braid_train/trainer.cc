@@ -16,7 +16,7 @@
 #include "braid/trace/trace_recorder.h"
 #include "braid/tools/braid_train/blas_runtime.h"
 #include "braid/tools/braid_train/models.h"
-#include "braid/tools/braid_train/pipeline_trainer.h"
+#include "braid/tools/braid_train/mesh_trainer.h"
 #include "braid/tools/braid_train/training_common.h"
 #include "braid/tools/braid_train/training_data.h"
 
@@ -52,6 +52,7 @@ class Trainer {
   std::int64_t rank_batch_ = 0, steps_per_epoch_ = 0, total_steps_ = 0, step_ = 0;
   torch::TrainingPosition start_;
   bool resumed_ = false;
+  std::vector<double> step_losses_;  // the mean over ranks of each step's loss
   Clock::time_point last_progress_ = Clock::now();
 };
 
@@ -59,7 +60,7 @@ void Trainer::set_up() {
   set_threads(config_);
   data_ = load_training_data(config_);
   ::torch::manual_seed(config_.seed);  // every rank builds the same model; DDP still broadcasts rank 0's
-  model_ = make_model({.name = config_.model, .vocab = data_->vocabulary(), .context = config_.context});
+  model_ = make_model(model_spec(config_, data_->vocabulary(), nullptr));  // no dropout: that is the mesh trainer's
   optimizer_ = make_optimizer(config_, model_->parameters());
   if (!config_.trace_dir.empty()) {
     trace_ = std::make_unique<trace::TraceRecorder>(trace::TraceOptions{.rank = comm_.rank(), .output_dir = config_.trace_dir});
@@ -127,7 +128,7 @@ double Trainer::train_step(std::span<const std::int64_t> indices, EpochFigures& 
     loss_sum += loss.item<double>();
   }
   GradSyncStats stats = ddp_->synchronize();
-  check_loss_is_finite(comm_, config_, loss_sum, step_ + 1);
+  step_losses_.push_back(check_loss_is_finite(comm_, config_, loss_sum, step_ + 1) / comm_.size());
   {
     trace::ComputeScope update(trace_.get(), "optimizer");
     optimizer_->step();
@@ -205,6 +206,7 @@ RunSummary Trainer::run() {
     summary.epochs.push_back(figures);
   }
   summary.steps = step_;
+  summary.step_losses = step_losses_;
   finish_run(comm_, config_, summary, *model_, data_->classification());
   return summary;
 }
@@ -212,7 +214,7 @@ RunSummary Trainer::run() {
 }  // namespace
 
 RunSummary train(Communicator& comm, const TrainConfig& config) {
-  if (config.pp > 1) return train_pipeline(comm, config);
+  if (config.uses_mesh()) return train_on_mesh(comm, config);
   return Trainer(comm, config).run();
 }
 

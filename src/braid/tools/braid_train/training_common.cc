@@ -37,6 +37,12 @@ compress::CompressionPolicy make_policy(const TrainConfig& c) {
                                       .warmup_steps = c.warmup_steps});
 }
 
+ModelSpec model_spec(const TrainConfig& c, std::int64_t vocab, torch::TensorParallelRng* rng) {
+  GptSize g = c.gpt_size();
+  return {.name = c.model, .vocab = vocab, .context = g.context, .width = g.width, .layers = g.layers,
+          .heads = g.heads, .dropout = c.dropout, .rng = rng};
+}
+
 void set_threads(const TrainConfig& c) {
   ::torch::set_num_threads(c.threads);
   set_blas_threads(c.threads);
@@ -73,11 +79,10 @@ double mean_over_ranks(Communicator& comm, double loss_sum, double count) {
   return sums[1] > 0 ? sums[0] / sums[1] : 0;
 }
 
-void check_loss_is_finite(Communicator& comm, const TrainConfig& config, double loss, std::int64_t step) {
-  if (config.allow_nonfinite_loss) return;
+double check_loss_is_finite(Communicator& comm, const TrainConfig& config, double loss, std::int64_t step) {
   double sum = loss;  // NaN or infinite on any rank makes the sum so
   allreduce(comm, &sum, &sum, 1, DType::kF64, ReduceOp::kSum);
-  if (std::isfinite(sum)) return;
+  if (std::isfinite(sum) || config.allow_nonfinite_loss) return sum;
   throw InvalidArgument({.rank = comm.rank(), .op = "braid-train", .seq = step},
                         fmt::format("the training loss became {} at step {} (learning rate {}): stopping, since the "
                                     "parameters no longer hold numbers; lower --lr, or pass --allow-nonfinite-loss to "

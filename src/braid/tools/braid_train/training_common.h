@@ -1,4 +1,4 @@
-// What the data-parallel loop (trainer.cc) and the pipeline-parallel one (pipeline_trainer.cc)
+// What the data-parallel loop (trainer.cc) and the mesh one (mesh_trainer.cc)
 // share: the loss, the optimizer and compression policy from the flags, evaluation, the replica
 // check, and the end of a run (summary, JSON, exported model).
 #pragma once
@@ -27,6 +27,8 @@ std::unique_ptr<::torch::optim::Optimizer> make_optimizer(const TrainConfig& con
 compress::CompressionPolicy make_policy(const TrainConfig& config);
 // LibTorch's intra-op threads and OpenBLAS's, per rank.
 void set_threads(const TrainConfig& config);
+// The model of the flags: --model, the GPT's size and dropout (`rng` draws its masks).
+ModelSpec model_spec(const TrainConfig& config, std::int64_t vocab, torch::TensorParallelRng* rng);
 
 // Prints on rank 0 only (flushed: progress must show under braid-run's prefixing pipe).
 void say(const Communicator& comm, const std::string& line);
@@ -36,11 +38,12 @@ void evaluate(Communicator& comm, const TrainingData& data, TrainModel& model, E
 // The mean of `loss_sum` over `count` losses, summed over the ranks of `comm`.
 double mean_over_ranks(Communicator& comm, double loss_sum, double count);
 
-// Collective, once per step (the losses are summed over `comm`, so every rank decides alike).
+// Collective, once per step (the losses are summed over `comm`, so every rank decides alike);
+// returns the sum.
 // Throws InvalidArgument naming `step` when the loss is NaN or infinite, unless
 // --allow-nonfinite-loss: the parameters are ruined by then, and training on would only waste
 // the job and overwrite a good checkpoint with a ruined one.
-void check_loss_is_finite(Communicator& comm, const TrainConfig& config, double loss, std::int64_t step);
+double check_loss_is_finite(Communicator& comm, const TrainConfig& config, double loss, std::int64_t step);
 
 std::uint32_t parameter_digest(TrainModel& model);
 // Throws Mismatch naming the first rank whose parameters differ from rank 0's after `step`.

@@ -104,8 +104,9 @@ class TextData : public TrainingData {
 }  // namespace
 
 std::unique_ptr<TrainingData> load_training_data(const TrainConfig& config) {
-  if (config.model == "gpt") {
-    return std::make_unique<TextData>(read_text_corpus(config.data_dir(), config.context), config.context,
+  if (config.is_gpt()) {
+    std::int64_t context = config.gpt_size().context;
+    return std::make_unique<TextData>(read_text_corpus(config.data_dir(), context), context,
                                       config.train_samples, config.test_samples);
   }
   return std::make_unique<ImageData>(read_image_set(config.data_dir(), "train", config.train_samples),

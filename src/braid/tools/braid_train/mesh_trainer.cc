@@ -1,0 +1,369 @@
+#include "braid/tools/braid_train/mesh_trainer.h"
+
+#include <fmt/format.h>
+#include <torch/torch.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <numeric>
+#include <optional>
+#include <span>
+#include <utility>
+
+#include "braid/base/atomic_file.h"
+#include "braid/base/error.h"
+#include "braid/collectives/collectives.h"
+#include "braid/collectives/failure_agreement.h"
+#include "braid/engine/collective_tracing.h"
+#include "braid/parallel/axis_traffic.h"
+#include "braid/parallel/layer_partition.h"
+#include "braid/parallel/pipeline_runtime.h"
+#include "braid/parallel/pipeline_schedule.h"
+#include "braid/parallel/process_mesh.h"
+#include "braid/torch/checkpoint.h"
+#include "braid/torch/distributed_data_parallel.h"
+#include "braid/torch/distributed_sampler.h"
+#include "braid/torch/gradient_clipping.h"
+#include "braid/torch/sequential_stage.h"
+#include "braid/torch/tensor_dtype.h"
+#include "braid/torch/tensor_parallel_rng.h"
+#include "braid/torch/vocab_parallel.h"
+#include "braid/trace/trace_recorder.h"
+#include "braid/tools/braid_train/blas_runtime.h"
+#include "braid/tools/braid_train/training_common.h"
+
+namespace braid::train {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+
+// Parameter counts per layer (+1, so that a parameter-free layer still weighs something and
+// every piece gets work to do).
+std::vector<std::int64_t> layer_weights(::torch::nn::Sequential& layers) {
+  std::vector<std::int64_t> weights;
+  for (std::size_t i = 0; i < layers->size(); ++i) {
+    std::int64_t count = 1;
+    for (const ::torch::Tensor& p : layers[i]->parameters()) count += p.numel();
+    weights.push_back(count);
+  }
+  return weights;
+}
+
+// The stage's pieces as one module, so DistributedDataParallel can average its gradients and
+// the checkpoint can save them; the dropout streams ride along as a buffer.
+std::shared_ptr<::torch::nn::Module> stage_module(::torch::nn::Sequential& layers, const std::vector<int>& owned,
+                                                  const ::torch::Tensor& rng_state) {
+  auto holder = std::make_shared<::torch::nn::Module>("MeshStage");
+  for (int i : owned) holder->register_module("layer" + std::to_string(i), layers[static_cast<std::size_t>(i)]);
+  holder->register_buffer("rng_state", rng_state.clone());
+  return holder;
+}
+
+std::string manifest_path(const std::string& dir) { return (std::filesystem::path(dir) / "mesh.txt").string(); }
+
+// The manifest's content, or nullopt when there is none.
+std::optional<std::string> read_manifest(const std::string& dir) {
+  std::ifstream in(manifest_path(dir));
+  if (!in) return std::nullopt;
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+class MeshTrainer {
+ public:
+  MeshTrainer(Communicator& world, const TrainConfig& config) : world_(world), config_(config) {}
+  RunSummary run();
+
+ private:
+  void set_up();
+  void build_model();
+  void build_stage();
+  void resume();
+  void save(const torch::TrainingPosition& position);
+  void train_step(std::span<const std::int64_t> indices, EpochFigures& figures);
+  ::torch::Tensor micro_loss(int mb, const ::torch::Tensor& output);
+  void share_model();
+  std::string shard_dir() const;
+
+  Communicator& world_;
+  const TrainConfig& config_;
+  std::optional<parallel::ProcessMesh> mesh_;
+  int stage_ = 0, tp_rank_ = 0, replica_ = 0, replicas_ = 1;
+  std::unique_ptr<TrainingData> data_;
+  std::unique_ptr<torch::TensorParallelRng> rng_;
+  std::shared_ptr<TrainModel> full_;   // the single-process model: evaluated, checked, exported
+  std::shared_ptr<TrainModel> model_;  // what trains: full_ itself, or its TP split
+  parallel::LayerPartition partition_;
+  std::unique_ptr<torch::SequentialStage> stage_model_;
+  std::shared_ptr<::torch::nn::Module> stage_holder_;
+  torch::ParameterSplit stage_params_;
+  std::unique_ptr<torch::DistributedDataParallel> ddp_;
+  std::unique_ptr<::torch::optim::Optimizer> optimizer_;
+  std::unique_ptr<trace::TraceRecorder> trace_;
+  std::unique_ptr<parallel::PipelineRuntime> runtime_;
+  std::unique_ptr<torch::DistributedSampler> sampler_;
+  parallel::AxisTraffic traffic_;
+  Batch current_;
+  std::int64_t replica_batch_ = 0, micro_ = 0, steps_per_epoch_ = 0, total_steps_ = 0, step_ = 0;
+  torch::TrainingPosition start_;
+  bool resumed_ = false;
+  double epoch_loss_sum_ = 0;  // last stages' (TP rank 0's) losses of this epoch's steps
+  std::vector<double> step_losses_;
+  Clock::time_point last_progress_ = Clock::now();
+};
+
+void MeshTrainer::set_up() {
+  set_threads(config_);
+  const int pp = config_.pp, tp = config_.tp;
+  replicas_ = world_.size() / (pp * tp);
+  mesh_.emplace(world_, std::vector<parallel::MeshAxis>{{"dp", replicas_}, {"pp", pp}, {"tp", tp}});
+  stage_ = mesh_->coordinate("pp");
+  tp_rank_ = mesh_->coordinate("tp");
+  replica_ = mesh_->coordinate("dp");
+  data_ = load_training_data(config_);
+  rng_ = std::make_unique<torch::TensorParallelRng>(config_.seed, tp_rank_, stage_);
+  build_model();
+  sampler_ = std::make_unique<torch::DistributedSampler>(data_->train_size(), replicas_, replica_,
+                                                         torch::SamplerOptions{.seed = config_.seed});
+  replica_batch_ = config_.batch / replicas_;
+  micro_ = replica_batch_ / config_.microbatches;
+  steps_per_epoch_ = sampler_->shard_size() / replica_batch_;
+  if (steps_per_epoch_ == 0) {
+    throw InvalidArgument({.rank = world_.rank(), .op = "braid-train"},
+                          fmt::format("--batch {} is larger than the training set of {} samples", config_.batch,
+                                      data_->train_size()));
+  }
+  total_steps_ = config_.steps > 0 ? config_.steps : config_.epochs * steps_per_epoch_;
+  build_stage();
+  if (config_.resumes()) resume();
+}
+
+// Every rank builds the single-process model from the seed; with --tp its TP group then splits
+// it, so the split model starts from exactly the same numbers.
+void MeshTrainer::build_model() {
+  ::torch::manual_seed(config_.seed);
+  full_ = make_model(model_spec(config_, data_->vocabulary(), rng_.get()));
+  if (config_.tp == 1) {
+    model_ = full_;
+    return;
+  }
+  model_ = make_tensor_parallel_gpt(*full_, mesh_->group("tp"),
+                                    {.sequence_parallel = config_.sequence_parallel, .rng = rng_.get()});
+}
+
+::torch::Tensor MeshTrainer::micro_loss(int mb, const ::torch::Tensor& output) {
+  ::torch::Tensor target = current_.target.narrow(0, mb * micro_, micro_);
+  ::torch::Tensor loss = config_.tp > 1
+                             ? torch::vocab_parallel_cross_entropy(output, target, mesh_->group("tp"),
+                                                                   data_->vocabulary())
+                                   .mean()
+                             : loss_of(output, target);
+  return loss / static_cast<double>(config_.microbatches);
+}
+
+void MeshTrainer::build_stage() {
+  parallel::ParsedKind kind = parallel::parse_schedule_kind(config_.schedule);
+  if (config_.pp == 1) kind = {parallel::ScheduleKind::kGPipe, 1};  // one stage: the micro-batches in a row
+  parallel::Schedule schedule = parallel::make_schedule(
+      {.kind = kind.kind, .stages = config_.pp, .microbatches = config_.microbatches, .chunks = kind.chunks});
+  ::torch::nn::Sequential layers = model_->layers();
+  partition_ = parallel::balanced_layer_partition(layer_weights(layers), config_.pp, kind.chunks);
+  std::vector<std::int64_t> example(static_cast<std::size_t>(micro_));
+  std::iota(example.begin(), example.end(), std::int64_t{0});
+  stage_model_ = std::make_unique<torch::SequentialStage>(
+      layers, torch::SequentialStageOptions{
+                  .stage = stage_,
+                  .partition = partition_,
+                  .example_input = data_->train_batch(example).input,
+                  .input = [this](int mb) { return current_.input.narrow(0, mb * micro_, micro_); },
+                  .loss = [this](int mb, const ::torch::Tensor& output) { return micro_loss(mb, output); }});
+  // The shape pass above drew dropout masks; every run draws the same, and resume restores the
+  // streams after it.
+  stage_holder_ = stage_module(layers, stage_model_->layers(), rng_->state());
+  stage_params_ = torch::split_by_tensor_parallelism(*stage_holder_);
+  ddp_ = std::make_unique<torch::DistributedDataParallel>(
+      mesh_->data_parallel(), stage_holder_,
+      torch::DdpOptions{.bucket_cap = config_.bucket_mb, .policy = make_policy(config_), .overlap = false});
+  optimizer_ = make_optimizer(config_, stage_model_->parameters());
+  if (!config_.trace_dir.empty()) {
+    trace_ = std::make_unique<trace::TraceRecorder>(trace::TraceOptions{.rank = world_.rank(), .output_dir = config_.trace_dir});
+    trace_collectives(mesh_->group("tp"), *trace_);  // the TP and SP collectives on the timeline
+  }
+  traffic_.watch(mesh_->group("tp"), "tp");
+  traffic_.watch(mesh_->data_parallel(), "dp");
+  runtime_ = std::make_unique<parallel::PipelineRuntime>(mesh_->group("pp"), schedule, *stage_model_,
+                                                         parallel::PipelineRuntimeOptions{.trace = trace_.get()});
+}
+
+std::string MeshTrainer::shard_dir() const {
+  return (std::filesystem::path(config_.checkpoint_dir) / fmt::format("mesh-pp{}-tp{}", stage_, tp_rank_)).string();
+}
+
+// Every shard's data-parallel group saves it (its rank 0 writes), all agree that every shard
+// was written, then world rank 0 writes the manifest: a manifest only ever names a complete set.
+void MeshTrainer::save(const torch::TrainingPosition& position) {
+  {
+    ::torch::NoGradGuard no_grad;
+    stage_holder_->named_buffers(false)["rng_state"].copy_(rng_->state());
+  }
+  std::exception_ptr failure;
+  try {
+    torch::save_checkpoint(mesh_->data_parallel(), shard_dir(), *ddp_, *optimizer_, position,
+                           config_.fingerprint(world_.size()));
+  } catch (...) {
+    failure = std::current_exception();
+  }
+  rethrow_first_failure(world_, failure, "braid-train checkpoint");
+  if (world_.rank() == 0) {
+    write_file_atomically(manifest_path(config_.checkpoint_dir), config_.fingerprint(world_.size()) + "\n");
+  }
+  barrier(world_);
+}
+
+// The manifest decides for every rank alike (all read the same file): no checkpoint, another
+// layout (refused naming both), or this one, whose shards each group then loads.
+void MeshTrainer::resume() {
+  std::optional<std::string> manifest = read_manifest(config_.checkpoint_dir);
+  std::string expected = config_.fingerprint(world_.size()) + "\n";
+  if (!manifest) {
+    if (config_.resume_if_present) {
+      say(world_, fmt::format("no checkpoint at {}: --resume-if-present starts from step 0",
+                              manifest_path(config_.checkpoint_dir)));
+      return;
+    }
+    throw InvalidArgument({.rank = world_.rank(), .op = "braid-train --resume"},
+                          fmt::format("there is no mesh checkpoint at {} to resume from; drop --resume to start from "
+                                      "step 0, or pass --resume-if-present",
+                                      manifest_path(config_.checkpoint_dir)));
+  }
+  if (*manifest != expected) {
+    throw InvalidArgument({.rank = world_.rank(), .op = "braid-train --resume"},
+                          fmt::format("the checkpoint in {} was saved by another run layout or configuration:\n  "
+                                      "checkpoint: {}  this run:   {}",
+                                      config_.checkpoint_dir, *manifest, expected));
+  }
+  std::optional<torch::TrainingPosition> position;
+  std::exception_ptr failure;
+  try {
+    position = torch::load_checkpoint(mesh_->data_parallel(), shard_dir(), *ddp_, *optimizer_,
+                                      config_.fingerprint(world_.size()));
+    if (!position) throw Corrupt({.rank = world_.rank(), .op = "braid-train --resume"}, shard_dir() + " is missing");
+  } catch (...) {
+    failure = std::current_exception();
+  }
+  rethrow_first_failure(world_, failure, "braid-train --resume");
+  rng_->set_state(stage_holder_->named_buffers(false)["rng_state"]);
+  start_ = *position;
+  step_ = position->step;
+  resumed_ = true;
+}
+
+void MeshTrainer::train_step(std::span<const std::int64_t> indices, EpochFigures& figures) {
+  auto start = Clock::now();
+  current_ = data_->train_batch(indices);
+  ddp_->zero_grad();
+  traffic_.take();  // count this step only
+  parallel::StepReport report = runtime_->run_step();
+  figures.communication_seconds += report.wait_seconds;  // pipeline bubble and transfers
+  figures.exposed_seconds += report.wait_seconds;
+  traffic_.add_sent("pp", report.sent_bytes);
+  if (config_.sequence_parallel) torch::sync_sequence_parallel_gradients(stage_params_.replicated, mesh_->group("tp"));
+  GradSyncStats stats = ddp_->synchronize();
+  figures.communication_seconds += stats.communication_seconds;
+  figures.exposed_seconds += stats.exposed_seconds;
+  figures.wire_bytes += stats.wire.wire_bytes;
+  figures.payload_bytes += stats.wire.payload_bytes;
+  figures.fp32_bytes += stats.wire.elements * sizeof(float);
+  if (config_.clip_grad > 0) {
+    torch::clip_gradients_by_global_norm(stage_params_, config_.clip_grad, tp_rank_, mesh_->model_parallel());
+  }
+  // This step's loss, on last stages (0 elsewhere); TP ranks hold the same one, counted once.
+  double loss = stage_model_->take_loss_sum() * (tp_rank_ == 0 ? 1 : 0);
+  epoch_loss_sum_ += loss;
+  step_losses_.push_back(check_loss_is_finite(world_, config_, loss, step_ + 1) / replicas_);
+  optimizer_->step();
+  if (trace_) trace_->step(static_cast<int>(step_ + 1));
+  figures.step_seconds += seconds_since(start);
+  figures.tp_seconds += traffic_.take_seconds()["tp"];
+  for (const auto& [axis, bytes] : traffic_.take()) {
+    double mean = bytes;
+    allreduce(world_, &mean, &mean, 1, DType::kF64, ReduceOp::kAvg);
+    figures.axis_bytes_per_step[axis] += mean;
+  }
+}
+
+// Every stage's trained layers (parameters and buffers) to every rank of its pipeline, after the
+// TP groups have gathered their shards into the single-process model.
+void MeshTrainer::share_model() {
+  if (config_.tp > 1) unshard_tensor_parallel_gpt(*model_, *full_);
+  ::torch::NoGradGuard no_grad;
+  ::torch::nn::Sequential layers = full_->layers();
+  for (std::size_t vs = 0; vs < partition_.pieces.size(); ++vs) {
+    int owner = static_cast<int>(vs) % partition_.stages;
+    for (int i = partition_.pieces[vs].begin; i < partition_.pieces[vs].end; ++i) {
+      std::vector<::torch::Tensor> tensors = layers[static_cast<std::size_t>(i)]->parameters();
+      for (const ::torch::Tensor& b : layers[static_cast<std::size_t>(i)]->buffers()) tensors.push_back(b);
+      for (::torch::Tensor& t : tensors) {
+        broadcast(mesh_->group("pp"), t.data_ptr(), t.numel(), torch::braid_dtype(t, "braid-train --pp"), owner);
+      }
+    }
+  }
+}
+
+RunSummary MeshTrainer::run() {
+  set_up();
+  say(world_, fmt::format("braid-train: {} on {} ranks x {} thread(s): mesh {} ({} replica(s), {} stage(s), tp {}{}), "
+                          "schedule {}, {} micro-batches of {}; {}; BLAS: {}",
+                          config_.model, world_.size(), config_.threads, mesh_->layout().describe(), replicas_,
+                          config_.pp, config_.tp, config_.sequence_parallel ? " with sequence parallelism" : "",
+                          config_.pp > 1 ? config_.schedule : "one stage", config_.microbatches, micro_,
+                          data_->describe(), blas_description()));
+  if (resumed_) say(world_, fmt::format("resumed from {} at step {}", config_.checkpoint_dir, start_.step));
+  RunSummary summary{.model = config_.model, .world = world_.size(), .threads = config_.threads,
+                     .compress = config_.compress, .overlap = false, .blas = blas_description(),
+                     .data = data_->describe(), .resumed = resumed_};
+  for (const ::torch::Tensor& p : full_->parameters()) summary.parameters += p.numel();
+  for (std::int64_t epoch = start_.epoch; step_ < total_steps_; ++epoch) {
+    EpochFigures figures{.epoch = epoch + 1, .tokens_per_sample = data_->tokens_per_sample()};
+    std::vector<std::int64_t> shard = sampler_->shard(epoch);
+    auto start = Clock::now();
+    std::int64_t first = epoch == start_.epoch ? start_.batch_in_epoch : 0;
+    for (std::int64_t b = first; b < steps_per_epoch_ && step_ < total_steps_; ++b) {
+      train_step(std::span<const std::int64_t>(shard.data() + b * replica_batch_, static_cast<std::size_t>(replica_batch_)),
+                 figures);
+      ++step_;
+      ++figures.steps;
+      if (!config_.quiet && seconds_since(last_progress_) >= config_.log_interval) {
+        last_progress_ = Clock::now();
+        say(world_, fmt::format("  epoch {} step {}/{}  loss {:.4f}", epoch + 1, step_, total_steps_, step_losses_.back()));
+      }
+      bool epoch_done = b + 1 == steps_per_epoch_;
+      if (!config_.checkpoint_dir.empty() &&
+          ((config_.checkpoint_every > 0 && step_ % config_.checkpoint_every == 0) ||
+           (config_.checkpoint_every == 0 && (epoch_done || step_ == total_steps_)))) {
+        save(epoch_done ? torch::TrainingPosition{step_, epoch + 1, 0} : torch::TrainingPosition{step_, epoch, b + 1});
+      }
+    }
+    figures.seconds = seconds_since(start);
+    figures.samples = figures.steps * config_.batch;
+    for (auto& [axis, bytes] : figures.axis_bytes_per_step) bytes /= static_cast<double>(std::max<std::int64_t>(figures.steps, 1));
+    figures.train_loss = mean_over_ranks(world_, std::exchange(epoch_loss_sum_, 0.0),
+                                         world_.rank() == 0 ? static_cast<double>(figures.steps * replicas_) : 0.0);
+    share_model();
+    if (config_.check_replicas) check_replicas(world_, *full_, step_);
+    evaluate(world_, *data_, *full_, figures);
+    say(world_, epoch_line(figures, data_->classification()));
+    summary.epochs.push_back(figures);
+  }
+  summary.steps = step_;
+  summary.step_losses = step_losses_;
+  finish_run(world_, config_, summary, *full_, data_->classification());
+  return summary;
+}
+
+}  // namespace
+
+RunSummary train_on_mesh(Communicator& world, const TrainConfig& config) { return MeshTrainer(world, config).run(); }
+
+}  // namespace braid::train
