@@ -9,7 +9,7 @@
 #include "braid/base/error.h"
 #include "braid/base/log.h"
 
-namespace braid {
+namespace braid::parallel {
 
 namespace {
 
@@ -131,4 +131,4 @@ void ProcessMesh::check_hosts(const Communicator& world, const MeshOptions& opti
   }
 }
 
-}  // namespace braid
+}  // namespace braid::parallel

@@ -1,9 +1,9 @@
-// braid::ProcessMesh: a communicator's ranks laid out on named axes (dp, pp, tp, ...) by a
-// MeshLayout (base/mesh_layout.h), with one sub-communicator per axis and per combination of
-// axes a user needs.
+// braid::parallel::ProcessMesh: a communicator's ranks laid out on named axes (dp, pp, tp,
+// ...) by a MeshLayout (base/mesh_layout.h), with one sub-communicator per axis and per
+// combination of axes a user needs.
 //
 //   braid::Communicator world = braid::Communicator::init();        // 8 ranks
-//   braid::ProcessMesh mesh(world, {{"dp", 2}, {"pp", 2}, {"tp", 2}});  // outermost first
+//   braid::parallel::ProcessMesh mesh(world, {{"dp", 2}, {"pp", 2}, {"tp", 2}});  // outermost 1st
 //   mesh.group("tp");            // this rank's tensor-parallel group (2 consecutive ranks)
 //   mesh.data_parallel();        // the group gradients are averaged over (dp)
 //   mesh.model_parallel();       // the group a global gradient norm is summed over (tp x pp)
@@ -32,7 +32,7 @@
 #include "braid/base/mesh_layout.h"
 #include "braid/comm/communicator.h"
 
-namespace braid {
+namespace braid::parallel {
 
 struct MeshOptions {
   // Accept a TP group whose ranks are on different hosts (slow: TP traffic crosses the
@@ -82,4 +82,4 @@ class ProcessMesh {
   std::map<std::string, Communicator> groups_;
 };
 
-}  // namespace braid
+}  // namespace braid::parallel

@@ -19,6 +19,9 @@ namespace braid::testing {
 
 namespace {
 
+using parallel::MeshOptions;
+using parallel::ProcessMesh;
+
 std::vector<std::string> split_on(const std::string& text, char separator) {
   std::vector<std::string> parts;
   std::stringstream in(text);
