@@ -25,6 +25,7 @@
 // Thread-safety: as Communicator's: one thread at a time per group communicator.
 #pragma once
 
+#include <initializer_list>
 #include <map>
 #include <string>
 #include <vector>
@@ -62,6 +63,9 @@ class ProcessMesh {
   // combination not created at construction is InvalidArgument listing those created.
   Communicator& group(const std::string& axis);
   Communicator& group(const std::vector<std::string>& axes);
+  // group({"tp", "pp"}): without it the braced list is ambiguous (std::string has an
+  // iterator-pair constructor that two string literals match).
+  Communicator& group(std::initializer_list<std::string> axes) { return group(std::vector<std::string>(axes)); }
   // tp x pp (those the layout has): where a model-parallel shard's partial sums (the global
   // gradient norm) are completed.
   Communicator& model_parallel() { return group(model_parallel_axes()); }

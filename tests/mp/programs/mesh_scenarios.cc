@@ -82,7 +82,8 @@ int scenario_mesh(Communicator& comm, const Args& args) {
   for (const auto& axes : options.groups) failures += check_group(mesh, axes, "extra");
   // Same objects through the named accessors.
   if (&mesh.model_parallel() != &mesh.group(mesh.model_parallel_axes()) ||
-      &mesh.data_parallel() != &mesh.group(mesh.data_parallel_axes())) {
+      &mesh.data_parallel() != &mesh.group(mesh.data_parallel_axes()) ||
+      (mesh.layout().has("tp") && &mesh.group("tp") != &mesh.group({"tp", "tp"}))) {
     RANK_SAY("FAIL mesh rank %d: accessors disagree", mesh.rank());
     ++failures;
   }
