@@ -5,19 +5,12 @@
 #include <fmt/format.h>
 
 #include "braid/base/error.h"
+#include "braid/base/mesh_layout.h"
 #include "braid/plan/units.h"
 
 namespace braid::plan {
 
 namespace {
-
-std::vector<int> divisors(int n) {
-  std::vector<int> out;
-  for (int d = 1; d <= n; ++d) {
-    if (n % d == 0) out.push_back(d);
-  }
-  return out;
-}
 
 bool tp_valid(const ModelSpec& m, int tp) {
   return m.heads % tp == 0 && (m.kv_heads % tp == 0 || tp % m.kv_heads == 0);
@@ -59,17 +52,17 @@ std::vector<Candidate> advise(const AdviseInput& in) {
   require_range("devices-per-node", in.cluster.devices_per_node, 1, 1024);
   const int world = in.cluster.world();
   std::vector<Candidate> out;
-  for (int tp : divisors(world)) {
-    if (!tp_valid(in.model, tp)) continue;
-    for (int pp : divisors(world / tp)) {
-      if (pp > in.model.layers) continue;
-      const int dp = world / tp / pp;
-      const long long per_replica = static_cast<long long>(dp) * in.micro_batch;
-      if (in.global_batch % per_replica != 0) continue;
-      Layout base{.dp = dp, .tp = tp, .pp = pp, .microbatches = static_cast<int>(in.global_batch / per_replica),
-                  .micro_batch = in.micro_batch};
-      expand(in, base, out);
-    }
+  // (tp, pp, dp) in mesh_factorizations' lexicographic order: tp ascending, then pp, the same
+  // arithmetic the process mesh lays ranks out with (and the order the ranking's stable sort
+  // breaks ties by).
+  for (const std::vector<int>& sizes : mesh_factorizations(world, 3)) {
+    const int tp = sizes[0], pp = sizes[1], dp = sizes[2];
+    if (!tp_valid(in.model, tp) || pp > in.model.layers) continue;
+    const long long per_replica = static_cast<long long>(dp) * in.micro_batch;
+    if (in.global_batch % per_replica != 0) continue;
+    Layout base{.dp = dp, .tp = tp, .pp = pp, .microbatches = static_cast<int>(in.global_batch / per_replica),
+                .micro_batch = in.micro_batch};
+    expand(in, base, out);
   }
   if (out.empty()) {
     throw InvalidArgument({.op = "braid-plan"},
