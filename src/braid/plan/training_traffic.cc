@@ -82,14 +82,14 @@ Estimates tp_terms(const GptShape& m, const TrainingLayout& l, const Params& p) 
   const ActivationShape s{.micro_batch = static_cast<double>(l.micro_batch), .seq = static_cast<double>(m.context),
                           .hidden = static_cast<double>(m.width), .bytes = kBytes};
   const Estimate embedding = named(tp_row_layer_bytes(s, l.tp), "tp_embedding_bytes_per_microbatch",
-                                   l.sequence_parallel ? "forward reduce-scatter + backward allgather: 2 (t-1)/t x S"
-                                                       : "forward allreduce: 2 (t-1)/t x S");
+                                   l.sequence_parallel ? "forward reduce-scatter + backward allgather: 2 (tp-1)/tp x S"
+                                                       : "forward allreduce: 2 (tp-1)/tp x S");
   const Estimate block = named(find_estimate(tp_layer_bytes(s, l.tp, l.sequence_parallel, false),
                                              "tp_bytes_per_layer_per_rank"),
                                "tp_block_bytes_per_microbatch");
   const Estimate head = named(tp_column_layer_bytes(s, l.tp), "tp_head_bytes_per_microbatch",
-                              l.sequence_parallel ? "forward allgather + backward reduce-scatter: 2 (t-1)/t x S"
-                                                  : "backward allreduce of the input gradient: 2 (t-1)/t x S");
+                              l.sequence_parallel ? "forward allgather + backward reduce-scatter: 2 (tp-1)/tp x S"
+                                                  : "backward allreduce of the input gradient: 2 (tp-1)/tp x S");
   const double tokens_bytes = l.micro_batch * static_cast<double>(m.context) * kBytes;
   const Estimate max = ring_allreduce_bytes(tokens_bytes, l.tp);
   const Estimate sums = ring_allreduce_bytes(2 * tokens_bytes, l.tp);
