@@ -47,7 +47,7 @@ using braid::testing::TempDir;
 TEST(BraidPlanToolTest, HelpListsEverySubcommand) {
   ToolResult help = run_tool("--help");
   EXPECT_EQ(help.exit_code, 0) << help.output;
-  for (const char* sub : {"volume", "memory", "kv", "bubble", "collective", "step", "advise", "calibrate"}) {
+  for (const char* sub : {"volume", "memory", "kv", "bubble", "collective", "step", "advise", "calibrate", "traffic"}) {
     EXPECT_TRUE(contains(help.output, sub)) << sub << "\n" << help.output;
   }
   EXPECT_NE(run_tool("").exit_code, 0);  // a subcommand is required
@@ -75,7 +75,8 @@ TEST(BraidPlanToolTest, ExplainSubstitutesTheNumbers) {
 
 TEST(BraidPlanToolTest, EverySubcommandRunsWithDefaultsAndJson) {
   for (const char* args : {"volume --dp 8 --tp 2 --pp 2 -m 4 --experts 8", "memory --zero 3 --dp 8", "kv", "bubble",
-                           "collective", "step", "advise --top 3", "quant --params 7B", "kernel"}) {
+                           "collective", "step", "advise --top 3", "quant --params 7B", "kernel",
+                           "traffic --preset gpt-small --tp 2 -m 4 --micro-batch 4 --sp"}) {
     ToolResult text = run_tool(args);
     EXPECT_EQ(text.exit_code, 0) << args << "\n" << text.output;
     nlohmann::json doc = run_json(args);
@@ -238,6 +239,38 @@ void expect_rejected(const std::string& args, const std::string& message) {
 // A usage error, of CLI11's or of braid's, exits 2 (docs/planner.md), never CLI11's own codes.
 void expect_usage_error(const std::string& args, const std::string& message) {
   braid::testing::expect_usage_error("braid-plan", args, message);
+}
+
+// The small GPT of plan/training_traffic_test.cc (V = 50 padded to 52, h = 16, L = 2, t = 8,
+// b = 2, M = 4, dp 2 x tp 4 x pp 2): the same hand-computed bytes through the command line.
+TEST(BraidPlanToolTest, TrafficGivesTheBytesPerStepOnEachAxis) {
+  const std::string small = "traffic --vocab 50 --width 16 --layers 2 --heads 4 --context 8 --dp 2 --tp 4 --pp 2 -m 4 "
+                            "--micro-batch 2";
+  nlohmann::json off = run_json(small);
+  ASSERT_FALSE(off.is_discarded());
+  EXPECT_DOUBLE_EQ(result_value(off, "dp_bytes_per_step"), 4746);
+  EXPECT_DOUBLE_EQ(result_value(off, "tp_bytes_per_step"), 31296);
+  EXPECT_DOUBLE_EQ(result_value(off, "pp_bytes_per_step"), 4096);
+  EXPECT_DOUBLE_EQ(result_value(off, "padded_vocab"), 52);
+  nlohmann::json on = run_json(small + " --sp");
+  EXPECT_DOUBLE_EQ(result_value(on, "tp_bytes_per_step"), 31296 + 1056);
+  EXPECT_DOUBLE_EQ(result_value(on, "pp_bytes_per_step"), 1024);
+  EXPECT_EQ(on["inputs"]["layout"]["sequence_parallel"], true);
+  // The preset is braid-train's gpt-small (about 25 M parameters); a flag overrides one field.
+  nlohmann::json preset = run_json("traffic --preset gpt-small --vocab 96 --tp 2 -m 4 --micro-batch 4");
+  EXPECT_NEAR(result_value(preset, "total_params"), 25.4e6, 0.1e6);
+  EXPECT_EQ(preset["inputs"]["model"]["width"], 512);
+  EXPECT_EQ(run_json("traffic --preset gpt-small --layers 4")["inputs"]["model"]["layers"], 4);
+  ToolResult text = run_tool(small + " --explain");
+  EXPECT_TRUE(contains(text.output, "= 2 x (2-1)/2 x 1186.5 x 4 B")) << text.output;
+}
+
+TEST(BraidPlanToolTest, TrafficRefusesLayoutsBraidTrainCannotRun) {
+  expect_usage_error("traffic --tp 3", "tp = 3 must divide heads = 4");
+  expect_usage_error("traffic --width 0", "--width = 0 is out of range [1, ");
+  expect_usage_error("traffic --preset gpt-huge", "unknown GPT preset 'gpt-huge' (accepted: gpt-tiny, gpt-small)");
+  expect_usage_error("traffic --pp 1 --chunks 2", "chunks = 2 needs pp > 1");
+  expect_usage_error("traffic --pp 5 --chunks 2", "pp x chunks = 5 x 2 virtual stages exceed the 9 layers");
 }
 
 // 0 used to mean "the preset's value" silently: --seq 0 planned llama-7b's 4096 tokens.

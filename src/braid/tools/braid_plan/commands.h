@@ -28,5 +28,7 @@ Command add_calibrate_command(CLI::App& parent);
 // Step time and layouts (layout_commands.cc).
 Command add_step_command(CLI::App& parent);
 Command add_advise_command(CLI::App& parent);
+// braid-train's GPT, bytes per step on each axis (traffic_commands.cc).
+Command add_traffic_command(CLI::App& parent);
 
 }  // namespace braid::plan::cli

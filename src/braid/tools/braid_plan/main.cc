@@ -6,6 +6,7 @@
 //   braid-plan collective --op allreduce --bytes 14GB --ranks 8 --link nvlink-a100
 //   braid-plan step --model llama-70b --nodes 8 --tp 8 --pp 4 -m 32 --json
 //   braid-plan advise --model llama-70b --nodes 8 --global-batch 512
+//   braid-plan traffic --preset gpt-small --vocab 96 --tp 2 -m 4 --micro-batch 4 --sp
 //   braid-plan calibrate allreduce-2.json allreduce-4.json -o link.json
 //   braid-plan calibrate --model link.json later-allreduce-4.json   (held-out check)
 #include <cstdio>
@@ -19,7 +20,8 @@
 int main(int argc, char** argv) {
   using namespace braid::plan::cli;
   CLI::App app{"braid-plan: communication volume, pipeline bubble, memory and KV-cache calculators, the alpha-beta "
-               "cost model (calibrated from braid-bench --json) and parallel-layout advice.\n"
+               "cost model (calibrated from braid-bench --json), parallel-layout advice and braid-train's bytes per step "
+               "on each mesh axis.\n"
                "Sizes take units: 7B, 70e9, 80GiB, 256M, 400Gbps, 25GB/s, 5us, 989T."};
   app.require_subcommand(1);
   app.fallthrough();
@@ -29,7 +31,7 @@ int main(int argc, char** argv) {
   std::vector<Command> commands{add_volume_command(app),     add_memory_command(app),  add_kv_command(app),
                                 add_bubble_command(app),     add_collective_command(app), add_step_command(app),
                                 add_advise_command(app),     add_calibrate_command(app), add_quant_command(app),
-                                add_kernel_command(app)};
+                                add_kernel_command(app),     add_traffic_command(app)};
   return braid::tools::run_tool("braid-plan", app, argc, argv, [&] {
     for (const Command& command : commands) {
       if (!command.app->parsed()) continue;
