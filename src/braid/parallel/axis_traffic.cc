@@ -44,7 +44,7 @@ void AxisTraffic::watch(Communicator& comm, std::string axis) {
   const int ranks = comm.size();
   detail::CollectiveAccess(comm).attachment<CollectiveObserver>().set(
       kObserverKey, [this, axis = std::move(axis), ranks](const CollectiveRecord& r) {
-        if (!r.failed) add(axis, algorithm_bytes(r.op, static_cast<double>(r.bytes), ranks));
+        if (!r.failed) add(axis, algorithm_bytes(r.op, static_cast<double>(r.bytes), ranks), 1e-9 * static_cast<double>(r.end_ns - r.start_ns));
       });
   watched_.push_back(&comm);
 }
@@ -60,15 +60,23 @@ void AxisTraffic::unwatch(Communicator& comm) {
 
 void AxisTraffic::add_sent(std::string_view axis, double bytes) { add(std::string(axis), bytes); }
 
-void AxisTraffic::add(const std::string& axis, double bytes) {
+void AxisTraffic::add(const std::string& axis, double bytes, double seconds) {
   MutexLock lock(mu_);
   bytes_[axis] += bytes;
+  seconds_[axis] += seconds;
 }
 
 std::map<std::string, double> AxisTraffic::take() {
   MutexLock lock(mu_);
   std::map<std::string, double> out(bytes_.begin(), bytes_.end());
   for (auto& [axis, bytes] : bytes_) bytes = 0;
+  return out;
+}
+
+std::map<std::string, double> AxisTraffic::take_seconds() {
+  MutexLock lock(mu_);
+  std::map<std::string, double> out(seconds_.begin(), seconds_.end());
+  for (auto& [axis, seconds] : seconds_) seconds = 0;
   return out;
 }
 

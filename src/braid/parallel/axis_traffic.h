@@ -52,12 +52,16 @@ class AxisTraffic {
 
   // The bytes counted per axis since the last take (every watched axis appears, 0 included).
   std::map<std::string, double> take();
+  // The seconds this rank spent inside the watched collectives per axis since the last call
+  // (the collectives' own clock: CollectiveRecord's start and end).
+  std::map<std::string, double> take_seconds();
 
  private:
-  void add(const std::string& axis, double bytes);
+  void add(const std::string& axis, double bytes, double seconds = 0);
 
   Mutex mu_;
   std::map<std::string, double, std::less<>> bytes_ BRAID_GUARDED_BY(mu_);
+  std::map<std::string, double, std::less<>> seconds_ BRAID_GUARDED_BY(mu_);
   std::vector<Communicator*> watched_;  // the caller's thread only
 };
 

@@ -117,7 +117,7 @@ void MeshTrainer::set_up() {
   set_threads(config_);
   const int pp = config_.pp, tp = config_.tp;
   replicas_ = world_.size() / (pp * tp);
-  mesh_.emplace(world_, std::vector<parallel::MeshAxis>{{"dp", replicas_}, {"pp", pp}, {"tp", tp}});
+  mesh_.emplace(world_, std::vector<MeshAxis>{{"dp", replicas_}, {"pp", pp}, {"tp", tp}});
   stage_ = mesh_->coordinate("pp");
   tp_rank_ = mesh_->coordinate("tp");
   replica_ = mesh_->coordinate("dp");
@@ -218,7 +218,7 @@ void MeshTrainer::save(const torch::TrainingPosition& position) {
   if (world_.rank() == 0) {
     write_file_atomically(manifest_path(config_.checkpoint_dir), config_.fingerprint(world_.size()) + "\n");
   }
-  barrier(world_);
+  world_.barrier();
 }
 
 // The manifest decides for every rank alike (all read the same file): no checkpoint, another

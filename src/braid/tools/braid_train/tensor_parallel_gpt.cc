@@ -61,7 +61,8 @@ class TpEmbeddings : public nn::Module {
   TpEmbeddings(Communicator& tp, gpt::Embeddings& full, const TensorParallelOptions& o, double dropout)
       : tp_(&tp),
         tokens(register_module("tokens", torch::VocabParallelEmbedding(tp, full.tokens,
-                                                                       {.sequence_parallel = o.sequence_parallel}))),
+                                                                       torch::VocabParallelOptions{
+                                                                           .sequence_parallel = o.sequence_parallel}))),
         positions(register_parameter("positions", full.positions->weight.detach().clone())),
         sequence_parallel_(o.sequence_parallel),
         dropout_{dropout, o.sequence_parallel, o.rng} {}
@@ -97,7 +98,7 @@ class TpBlock : public nn::Module {
         attention(register_module(
             "attention", torch::ParallelSelfAttention(
                              tp, LinearWeights::of(full.attention->qkv), LinearWeights::of(full.attention->proj),
-                             {.heads = spec.heads, .context = spec.context, .sequence_parallel = o.sequence_parallel,
+                             torch::ParallelAttentionOptions{.heads = spec.heads, .context = spec.context, .sequence_parallel = o.sequence_parallel,
                               .dropout = spec.dropout, .rng = o.rng, .name = name + " attention"}))),
         ln2(register_module("ln2", copy_layer_norm(full.ln2))),
         up(register_module("up", torch::ColumnParallelLinear(tp, LinearWeights::of(full.up),
