@@ -30,6 +30,9 @@ int main(int argc, char** argv) {
       {"compressed-fault", scenario_compressed_fault}, {"compressed-convergence", scenario_compressed_convergence},
       {"gradsync", scenario_gradsync}, {"partition", scenario_partition},
       {"shm-names-after-setup", scenario_shm_names_after_setup}, {"shm-absent-peer", scenario_shm_absent_peer},
+      {"tensor-parallel", scenario_tensor_parallel},
+      {"tensor-parallel-dropped", scenario_tensor_parallel_dropped}, {"tensor-parallel-mismatch", scenario_tensor_parallel_mismatch},
+      {"axis-traffic", scenario_axis_traffic},
   };
   if (argc < 2 || !scenarios.contains(argv[1])) {
     std::fprintf(stderr, "usage: braid-test-rank SCENARIO [ARGS...]; scenarios:");
@@ -44,7 +47,8 @@ int main(int argc, char** argv) {
   const std::set<std::string> outlives_sigterm{"mismatch", "victim", "timeout", "collective-mismatch",
                                                "alltoallv-mismatch", "async-mismatch",
                                                "shared-memory-victim", "shared-memory-frozen",
-                                               "shared-memory-mismatch", "compressed-fault", "partition"};
+                                               "shared-memory-mismatch", "compressed-fault", "partition",
+                                               "tensor-parallel-mismatch"};
   if (outlives_sigterm.contains(argv[1])) std::signal(SIGTERM, SIG_IGN);
   if (auto job = braid::env::get(braid::env::kJobId)) RANK_SAY("JOBID %s", job->c_str());
   // "badtoken" only corrupts this rank's token before joining, to be refused by the store.
