@@ -5,12 +5,13 @@
 #include <cstring>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <vector>
 
 #include "braid/base/error.h"
 #include "braid/collectives/async_collectives.h"
+#include "braid/collectives/collective_queue.h"
 #include "braid/collectives/collectives.h"
+#include "braid/comm/communicator_internal.h"
 
 namespace braid::parallel {
 namespace {
@@ -54,33 +55,18 @@ void deinterleave(const std::byte* full, std::byte* by_rank, SplitShape s, DType
   }
 }
 
-// A Work that runs `finish` once, on the thread that first sees the inner operation complete
-// (gather_along's rearrangement out of its staging buffer).
-class FinishingWork final : public WorkState {
- public:
-  FinishingWork(Work inner, std::function<void()> finish) : inner_(std::move(inner)), finish_(std::move(finish)) {}
-  void wait(std::optional<Seconds> timeout) override {
-    inner_.wait(timeout);
-    finish_once();
-  }
-  bool test() override {
-    if (!inner_.test()) return false;
-    finish_once();
-    return true;
-  }
-  bool completed() const override { return inner_.completed(); }
-
- private:
-  void finish_once() {
-    std::call_once(finished_, [this] {
-      finish_();
-      finish_ = {};  // releases the staging buffer
-    });
-  }
-  Work inner_;
-  std::function<void()> finish_;
-  std::once_flag finished_;
-};
+// Queues `task` on the communicator's background thread behind the collective just issued
+// (the queue runs its tasks in submission order), as part of that operation: the Work it
+// returns completes after the task, and the task's closure owns the staging buffer, so the
+// buffer lives until the collective has used it even when every handle is dropped (Work's
+// contract: dropping the handles cancels nothing).
+Work then(Communicator& tp, const char* op, Work issued, std::function<void()> task) {
+  return detail::CollectiveAccess(tp).attachment<CollectiveQueue>().submit(
+      {.rank = tp.rank(), .op = op}, [issued, task = std::move(task)]() mutable {
+        issued.wait();  // done already (queued before this task); rethrows its error
+        task();
+      });
+}
 
 std::size_t full_bytes(const Communicator& tp, SplitShape s, DType dtype) {
   return static_cast<std::size_t>(s.shard_elements()) * static_cast<std::size_t>(tp.size()) * dtype_size(dtype);
@@ -120,10 +106,10 @@ Work igather_along(Communicator& tp, const void* shard, void* full, SplitShape s
   if (shape.outer <= 1) return iallgather(tp, shard, full, shape.shard_elements(), dtype);
   auto staging = std::make_shared<std::vector<std::byte>>(full_bytes(tp, shape, dtype));
   Work gathered = iallgather(tp, shard, staging->data(), shape.shard_elements(), dtype);
-  int parts = tp.size();
-  return Work(std::make_shared<FinishingWork>(std::move(gathered), [=] {
+  const int parts = tp.size();
+  return then(tp, "gather_along", std::move(gathered), [=] {
     interleave(staging->data(), static_cast<std::byte*>(full), shape, dtype, parts);
-  }));
+  });
 }
 
 void reduce_scatter_along(Communicator& tp, const void* full, void* shard, SplitShape shape, DType dtype) {
@@ -142,7 +128,7 @@ Work ireduce_scatter_along(Communicator& tp, const void* full, void* shard, Spli
   auto staging = std::make_shared<std::vector<std::byte>>(full_bytes(tp, shape, dtype));
   deinterleave(static_cast<const std::byte*>(full), staging->data(), shape, dtype, tp.size());
   Work reduced = ireduce_scatter(tp, staging->data(), shard, shape.shard_elements(), dtype, ReduceOp::kSum);
-  return Work(std::make_shared<FinishingWork>(std::move(reduced), [staging] {}));
+  return then(tp, "reduce_scatter_along", std::move(reduced), [staging] {});
 }
 
 void split_along(const void* full, void* shard, SplitShape shape, DType dtype, int rank, int parts) {

@@ -29,10 +29,13 @@
 //
 // Every rank of the TP group must call the same primitives in the same order with the same
 // shape and dtype (the collectives' ordering contract, which braid checks: a disagreement is a
-// braid::Mismatch on the ranks involved). Bad arguments (negative sizes, null buffers) are
+// braid::Mismatch on the ranks involved; a rank whose piece is empty, local 0, moves nothing
+// and meets it at its next collective). Bad arguments (negative sizes, null buffers) are
 // InvalidArgument naming the rank and the operation. The `i` forms return a Work at once; the
-// buffers must stay untouched until it is waited for, and a gather_along/reduce_scatter_along
-// rearrangement (outer > 1) happens in wait() or a successful test().
+// buffers must stay untouched until it is waited for. A gather_along/reduce_scatter_along
+// rearrangement (outer > 1) runs on the communicator's background thread as part of the
+// operation: the result is in place once the Work has completed, and dropping every handle
+// cancels nothing (the staging buffer lives until the collective is done with it).
 //
 // Thread-safety: as the collectives (one thread at a time per communicator).
 #pragma once

@@ -31,6 +31,9 @@ int main(int argc, char** argv) {
       {"gradsync", scenario_gradsync}, {"partition", scenario_partition},
       {"shm-names-after-setup", scenario_shm_names_after_setup}, {"shm-absent-peer", scenario_shm_absent_peer},
       {"mesh", scenario_mesh},
+      {"tensor-parallel", scenario_tensor_parallel},
+      {"tensor-parallel-dropped", scenario_tensor_parallel_dropped}, {"tensor-parallel-mismatch", scenario_tensor_parallel_mismatch},
+      {"axis-traffic", scenario_axis_traffic},
   };
   if (argc < 2 || !scenarios.contains(argv[1])) {
     std::fprintf(stderr, "usage: braid-test-rank SCENARIO [ARGS...]; scenarios:");
@@ -46,7 +49,7 @@ int main(int argc, char** argv) {
                                                "alltoallv-mismatch", "async-mismatch",
                                                "shared-memory-victim", "shared-memory-frozen",
                                                "shared-memory-mismatch", "compressed-fault", "partition",
-                                               "mesh"};
+                                               "mesh", "tensor-parallel-mismatch"};
   if (outlives_sigterm.contains(argv[1])) std::signal(SIGTERM, SIG_IGN);
   if (auto job = braid::env::get(braid::env::kJobId)) RANK_SAY("JOBID %s", job->c_str());
   // "badtoken" only corrupts this rank's token before joining, to be refused by the store.

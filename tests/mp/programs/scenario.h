@@ -43,6 +43,10 @@ int scenario_partition(Communicator& comm, const Args& args);
 int scenario_shm_names_after_setup(Communicator& comm, const Args& args);
 int scenario_shm_absent_peer(Communicator& comm, const Args& args);
 int scenario_mesh(Communicator& comm, const Args& args);
+int scenario_tensor_parallel(Communicator& comm, const Args& args);
+int scenario_tensor_parallel_dropped(Communicator& comm, const Args& args);
+int scenario_tensor_parallel_mismatch(Communicator& comm, const Args& args);
+int scenario_axis_traffic(Communicator& comm, const Args& args);
 
 inline double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
