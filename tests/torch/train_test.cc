@@ -53,11 +53,11 @@ class TrainTest : public ::testing::Test {
 // Parameters of an exported model, flattened in registration order.
 std::vector<float> exported_parameters(const std::string& model, const std::string& file) {
   std::shared_ptr<braid::train::TrainModel> m = braid::train::make_model({.name = model, .vocab = 0, .context = 0});
-  auto as_module = std::static_pointer_cast<torch::nn::Module>(m);
-  torch::load(as_module, file);
+  auto as_module = std::static_pointer_cast<::torch::nn::Module>(m);
+  ::torch::load(as_module, file);
   std::vector<float> flat;
-  for (const torch::Tensor& p : m->parameters()) {
-    torch::Tensor c = p.detach().contiguous();
+  for (const ::torch::Tensor& p : m->parameters()) {
+    ::torch::Tensor c = p.detach().contiguous();
     flat.insert(flat.end(), c.data_ptr<float>(), c.data_ptr<float>() + c.numel());
   }
   return flat;
