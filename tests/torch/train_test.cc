@@ -2,6 +2,8 @@
 // parallelism is equivalent to one process with the whole batch, replicas stay bitwise
 // identical, a resumed run matches an uninterrupted one bit for bit, and bad input fails on
 // every rank with a clear message. Runs use tiny subsets and a few steps.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -153,6 +155,124 @@ TEST_F(TrainTest, TransformerOnFourStagesTrainsLikeOneProcess) {
   }
 }
 
+// Tensor parallelism (--tp, with --sp, --pp and data parallelism) computes what one process
+// computes: the same loss at every step. The TP layers split each matmul's reduction (row-
+// parallel) and the softmax's sums (vocabulary-parallel cross-entropy) into tp partial sums
+// added in another order, so float32 results differ by rounding: ~1e-7 relative per step here,
+// growing with the steps as the trajectories drift; 2e-5 relative over 30 steps leaves two
+// orders of magnitude of margin, while a wrong gradient (a missing allreduce, padding that
+// trains) moves the loss by > 1e-3 within 3 steps. Also: the bytes each axis moved per step
+// equal braid-plan's prediction (plan/training_traffic.h) within 1%.
+class MeshTrainTest : public TrainTest {
+ protected:
+  std::vector<double> step_losses(const std::string& name) const { return json(name)["step_losses"].get<std::vector<double>>(); }
+  static void expect_same_curve(const std::vector<double>& got, const std::vector<double>& want, double rtol,
+                                const std::string& what) {
+    ASSERT_EQ(got.size(), want.size()) << what;
+    double worst = 0;
+    for (std::size_t i = 0; i < got.size(); ++i) worst = std::max(worst, std::abs(got[i] - want[i]) / want[i]);
+    EXPECT_LT(worst, rtol) << what;
+    std::printf("%s: worst relative difference of the loss curve %.3g\n", what.c_str(), worst);
+  }
+  // braid-plan's bytes per step on each axis for the run `name` (its mesh and micro-batches).
+  void expect_planned_bytes(const std::string& name, int microbatches, int micro_batch, bool sp) const {
+    nlohmann::json run = json(name);
+    nlohmann::json mesh = run["mesh"];
+    ToolResult plan = run_tool(
+        "braid-plan", fmt::format("traffic --preset gpt-tiny --vocab 114 --context 32 --dp {} --tp {} --pp {} -m {} "
+                                  "--micro-batch {}{} --json",
+                                  mesh["dp"].get<int>(), mesh["tp"].get<int>(), mesh["pp"].get<int>(), microbatches,
+                                  micro_batch, sp ? " --sp" : ""));
+    ASSERT_EQ(plan.exit_code, 0) << plan.output;
+    std::map<std::string, double> planned;
+    nlohmann::json report = nlohmann::json::parse(plan.output);
+    for (const nlohmann::json& result : report["sections"][0]["results"]) {
+      planned[result["name"].get<std::string>()] = result["value"].get<double>();
+    }
+    nlohmann::json measured = run["epochs"].back()["axis_bytes_per_step"];
+    for (const char* axis : {"dp", "tp", "pp"}) {
+      ASSERT_EQ(planned.count(std::string(axis) + "_bytes_per_step"), 1u) << plan.output;
+      double want = planned.at(std::string(axis) + "_bytes_per_step");
+      double got = measured[axis].get<double>();
+      EXPECT_NEAR(got, want, 0.01 * want + 1) << name << " axis " << axis << "\n" << plan.output;
+    }
+  }
+};
+
+TEST_F(MeshTrainTest, TensorParallelTrainsLikeOneProcessAndMovesThePlannedBytes) {
+  std::vector<std::string> common = {"--model", "gpt", "--steps", "4", "--batch", "8", "--train-samples", "64",
+                                     "--context", "32"};
+  auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = common;
+    args.insert(args.end(), extra.begin(), extra.end());
+    return args;
+  };
+  expect_success(train(1, with({"--json", path("one.json")})));
+  std::vector<double> reference = step_losses("one.json");
+  struct Case {
+    int ranks;
+    std::vector<std::string> flags;
+    int microbatches;
+    bool sp;
+  };
+  for (const Case& c : {Case{2, {"--tp", "2", "--microbatches", "1"}, 1, false},
+                        Case{4, {"--tp", "4", "--microbatches", "2"}, 2, false},
+                        Case{2, {"--tp", "2", "--sp", "--microbatches", "2"}, 2, true},
+                        Case{4, {"--tp", "2", "--microbatches", "2"}, 2, false},                 // dp 2 x tp 2
+                        Case{4, {"--tp", "2", "--pp", "2", "--microbatches", "2"}, 2, false}}) {  // pp 2 x tp 2
+    std::string name = fmt::format("mesh-{}-{}.json", c.ranks, fmt::join(c.flags, ""));
+    std::vector<std::string> flags = c.flags;
+    flags.insert(flags.end(), {"--json", path(name), "--check-replicas"});
+    expect_success(train(c.ranks, with(flags)));
+    expect_same_curve(step_losses(name), reference, 2e-5, name);
+    int replicas = json(name)["mesh"]["dp"].get<int>();
+    expect_planned_bytes(name, c.microbatches, 8 / replicas / c.microbatches, c.sp);
+  }
+}
+
+// The 8-rank mesh dp 2 x pp 2 x tp 2 trains the GPT 30 steps along the curve of one process with
+// the same global batch (tolerance: see above).
+TEST_F(MeshTrainTest, ThreeDimensionalMeshTrainsThirtyStepsLikeOneProcess) {
+  std::vector<std::string> common = {"--model", "gpt", "--steps", "30", "--batch", "8", "--train-samples", "240",
+                                     "--context", "32", "--optimizer", "adam"};
+  auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = common;
+    args.insert(args.end(), extra.begin(), extra.end());
+    return args;
+  };
+  expect_success(train(1, with({"--json", path("one.json")})));
+  expect_success(train(8, with({"--tp", "2", "--pp", "2", "--microbatches", "2", "--json", path("mesh.json")}), 400));
+  expect_same_curve(step_losses("mesh.json"), step_losses("one.json"), 2e-4, "dp2 x pp2 x tp2, 30 Adam steps");
+  expect_planned_bytes("mesh.json", 2, 2, false);
+}
+
+// A mesh run stopped after 3 steps and resumed matches the uninterrupted run bit for bit: every
+// shard's parameters and optimizer state, and the dropout streams (--dropout draws masks every
+// step, inside and outside the TP regions).
+TEST_F(MeshTrainTest, AResumedMeshRunMatchesTheUninterruptedOneBitForBit) {
+  std::vector<std::string> common = {"--model", "gpt", "--batch", "8", "--train-samples", "64", "--context", "32",
+                                     "--tp", "2", "--pp", "2", "--microbatches", "2", "--dropout", "0.1",
+                                     "--optimizer", "adam", "--schedule", "1f1b"};
+  auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = common;
+    args.insert(args.end(), extra.begin(), extra.end());
+    return args;
+  };
+  expect_success(train(4, with({"--steps", "6", "--json", path("whole.json")})));
+  expect_success(train(4, with({"--steps", "3", "--checkpoint-dir", path("ckpt")})));
+  expect_success(train(4, with({"--steps", "6", "--checkpoint-dir", path("ckpt"), "--resume", "--json", path("resumed.json")})));
+  EXPECT_EQ(json("resumed.json")["parameter_digest"], json("whole.json")["parameter_digest"]);
+  EXPECT_TRUE(json("resumed.json")["resumed"].get<bool>());
+  // Another layout than the checkpoint's is refused on every rank, naming both.
+  LaunchResult r = train(4, {"--model", "gpt", "--batch", "8", "--train-samples", "64", "--context", "32", "--tp", "4",
+                             "--microbatches", "2", "--dropout", "0.1", "--optimizer", "adam", "--steps", "6",
+                             "--checkpoint-dir", path("ckpt"), "--resume"});
+  EXPECT_FALSE(r.timed_out);
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_GE(r.count("was saved by another run layout or configuration"), 1) << r.output;
+  EXPECT_GE(r.count("tp=2"), 1) << r.output;
+}
+
 TEST_F(TrainTest, ReplicasStayIdenticalWithCompressionBatchNormAndTheTransformer) {
   // --check-replicas compares every rank's parameter digest after every step (Mismatch otherwise).
   expect_success(train(2, {"--model", "cnn", "--steps", "3", "--batch", "16", "--train-samples", "160",
@@ -205,7 +325,11 @@ TEST_F(TrainTest, BadInputFailsOnEveryRankWithAClearMessage) {
       {{"--model", "gpt", "--data", path("nowhere")}, "no such directory"},
       {{"--compress", "zstd"}, "zstd"},
       {{"--no-such-flag"}, "no-such-flag"},
-      {{"--pp", "3"}, "--pp 3: must be at least 1 and divide the world size 4"},
+      {{"--pp", "3"}, "--pp 3 x --tp 1: each must be at least 1 and their product divide the world size 4"},
+      {{"--model", "gpt", "--tp", "3"}, "their product divide the world size 4"},
+      {{"--model", "gpt", "--tp", "4", "--heads", "2", "--width", "64"}, "2 heads, which 4 ranks cannot share evenly"},
+      {{"--model", "mlp", "--tp", "2"}, "only gpt and gpt-small have tensor-parallel layers"},
+      {{"--model", "gpt", "--tp", "2", "--sp", "--context", "15"}, "does not split into 2 sequence shards"},
       {{"--pp", "4", "--microbatches", "2", "--schedule", "interleaved:2"}, "multiple"},
   };
   // Every rank checks its input before the first collective, so every rank fails on its own;
