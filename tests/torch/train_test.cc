@@ -175,14 +175,18 @@ class MeshTrainTest : public TrainTest {
     std::printf("%s: worst relative difference of the loss curve %.3g\n", what.c_str(), worst);
   }
   // braid-plan's bytes per step on each axis for the run `name` (its mesh and micro-batches).
-  void expect_planned_bytes(const std::string& name, int microbatches, int micro_batch, bool sp) const {
+  // ZB-H1 (`zero_bubble`) splits each backward in two autograd passes; the weight pass goes
+  // back through the TP mappings and repeats their backward collectives, so its TP bytes
+  // exceed the plan (docs/tensor-parallel.md): only a lower bound is checked there.
+  void expect_planned_bytes(const std::string& name, int microbatches, int micro_batch, bool sp, int chunks = 1,
+                            bool zero_bubble = false) const {
     nlohmann::json run = json(name);
     nlohmann::json mesh = run["mesh"];
     ToolResult plan = run_tool(
         "braid-plan", fmt::format("traffic --preset gpt-tiny --vocab 114 --context 32 --dp {} --tp {} --pp {} -m {} "
-                                  "--micro-batch {}{} --json",
+                                  "--micro-batch {} --chunks {}{} --json",
                                   mesh["dp"].get<int>(), mesh["tp"].get<int>(), mesh["pp"].get<int>(), microbatches,
-                                  micro_batch, sp ? " --sp" : ""));
+                                  micro_batch, chunks, sp ? " --sp" : ""));
     ASSERT_EQ(plan.exit_code, 0) << plan.output;
     std::map<std::string, double> planned;
     nlohmann::json report = nlohmann::json::parse(plan.output);
@@ -194,6 +198,10 @@ class MeshTrainTest : public TrainTest {
       ASSERT_EQ(planned.count(std::string(axis) + "_bytes_per_step"), 1u) << plan.output;
       double want = planned.at(std::string(axis) + "_bytes_per_step");
       double got = measured[axis].get<double>();
+      if (zero_bubble && std::string(axis) == "tp") {
+        EXPECT_GE(got, want) << name;
+        continue;
+      }
       EXPECT_NEAR(got, want, 0.01 * want + 1) << name << " axis " << axis << "\n" << plan.output;
     }
   }
@@ -219,15 +227,66 @@ TEST_F(MeshTrainTest, TensorParallelTrainsLikeOneProcessAndMovesThePlannedBytes)
                         Case{4, {"--tp", "4", "--microbatches", "2"}, 2, false},
                         Case{2, {"--tp", "2", "--sp", "--microbatches", "2"}, 2, true},
                         Case{4, {"--tp", "2", "--microbatches", "2"}, 2, false},                 // dp 2 x tp 2
-                        Case{4, {"--tp", "2", "--pp", "2", "--microbatches", "2"}, 2, false}}) {  // pp 2 x tp 2
+                        Case{4, {"--tp", "2", "--pp", "2", "--microbatches", "2", "--schedule", "gpipe"}, 2, false},
+                        Case{4, {"--tp", "2", "--pp", "2", "--microbatches", "2", "--schedule", "1f1b"}, 2, false},
+                        Case{4, {"--tp", "2", "--pp", "2", "--microbatches", "2", "--schedule", "interleaved:2"}, 2, false},
+                        Case{4, {"--tp", "2", "--pp", "2", "--microbatches", "2", "--schedule", "zb1"}, 2, false}}) {
     std::string name = fmt::format("mesh-{}-{}.json", c.ranks, fmt::join(c.flags, ""));
     std::vector<std::string> flags = c.flags;
     flags.insert(flags.end(), {"--json", path(name), "--check-replicas"});
     expect_success(train(c.ranks, with(flags)));
     expect_same_curve(step_losses(name), reference, 2e-5, name);
     int replicas = json(name)["mesh"]["dp"].get<int>();
-    expect_planned_bytes(name, c.microbatches, 8 / replicas / c.microbatches, c.sp);
+    std::string flags_text = fmt::format("{}", fmt::join(c.flags, " "));
+    expect_planned_bytes(name, c.microbatches, 8 / replicas / c.microbatches, c.sp,
+                         flags_text.find("interleaved:2") != std::string::npos ? 2 : 1,
+                         flags_text.find("zb1") != std::string::npos);
   }
+}
+
+// --clip-grad on a mesh clips by the norm of the whole model, each parameter counted once: the
+// curve is one process's with the same clipping (torch's clip_grad_norm_ there), and differs
+// from the unclipped one, so the threshold was reached. Counting the replicated parameters tp
+// times would clip harder and leave the one-process curve.
+TEST_F(MeshTrainTest, ClippingCountsEveryParameterOnce) {
+  std::vector<std::string> common = {"--model", "gpt", "--steps", "4", "--batch", "8", "--train-samples", "64",
+                                     "--context", "32", "--lr", "0.5"};
+  auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = common;
+    args.insert(args.end(), extra.begin(), extra.end());
+    return args;
+  };
+  expect_success(train(1, with({"--json", path("free.json")})));
+  expect_success(train(1, with({"--clip-grad", "0.2", "--json", path("one.json")})));
+  expect_success(train(2, with({"--clip-grad", "0.2", "--tp", "2", "--microbatches", "1", "--json", path("tp.json")})));
+  expect_success(train(4, with({"--clip-grad", "0.2", "--tp", "2", "--pp", "2", "--microbatches", "2", "--json",
+                                path("mesh.json")})));
+  std::vector<double> free = step_losses("free.json"), clipped = step_losses("one.json");
+  EXPECT_GT(std::abs(free.back() - clipped.back()), 1e-3 * free.back()) << "the norm never reached 0.2";
+  expect_same_curve(step_losses("tp.json"), clipped, 2e-5, "tp 2, --clip-grad 0.2");
+  expect_same_curve(step_losses("mesh.json"), clipped, 2e-5, "pp 2 x tp 2, --clip-grad 0.2");
+}
+
+// --trace shows the tensor- and sequence-parallel collectives on each rank's timeline (lane
+// "collectives"): with --sp, allgathers before the column-parallel layers and reduce-scatters
+// after the row-parallel ones, besides the cross-entropy's allreduces.
+TEST_F(MeshTrainTest, TheTraceShowsTheSequenceParallelCollectives) {
+  expect_success(train(2, {"--model", "gpt", "--steps", "2", "--batch", "4", "--train-samples", "32", "--context",
+                           "32", "--tp", "2", "--sp", "--microbatches", "1", "--trace", path("trace")}));
+  std::map<std::string, int> events;
+  std::ifstream in(path("trace/braid-trace-rank0.json"));
+  ASSERT_TRUE(in) << "no trace/braid-trace-rank0.json";
+  nlohmann::json trace = nlohmann::json::parse(in);
+  for (const nlohmann::json& e : trace["traceEvents"]) {
+    std::string name = e.value("name", "");
+    if (e.value("cat", "") == "comm") ++events[name.substr(0, name.find(' '))];
+  }
+  // Per micro-batch: 6 blocks x (2 forward + 2 backward) of each, the embedding's and the
+  // head's pair: 26 allgathers and 26 reduce-scatters per step, 2 steps (and the epoch end's
+  // gathering of the shards adds allgathers).
+  EXPECT_GE(events["allgather"], 52);
+  EXPECT_EQ(events["reduce_scatter"], 52);
+  EXPECT_GE(events["allreduce"], 2 * 2);  // the cross-entropy's (and the SP gradients')
 }
 
 // The 8-rank mesh dp 2 x pp 2 x tp 2 trains the GPT 30 steps along the curve of one process with

@@ -38,7 +38,10 @@ struct VocabParallelCrossEntropy : public ::torch::autograd::Function<VocabParal
     VocabRange range = vocab_range(vocab, tp.rank(), tp.size());
     Tensor z = logits.to(::torch::kFloat32).contiguous();
     std::int64_t real = std::max<std::int64_t>(0, std::min(range.end, vocab) - range.begin);
-    if (real < z.size(-1)) z = z.clone(), z.narrow(-1, real, z.size(-1) - real).fill_(-INFINITY);  // padding
+    if (real < z.size(-1)) {  // padding columns: out of the softmax, so they get no gradient
+      z = z.clone();
+      z.narrow(-1, real, z.size(-1) - real).fill_(-INFINITY);
+    }
     Tensor max = std::get<0>(z.max(-1)).contiguous();
     if (tp.size() > 1) allreduce(tp, max.data_ptr(), max.data_ptr(), max.numel(), DType::kF32, ReduceOp::kMax);
     z = z - max.unsqueeze(-1);

@@ -73,6 +73,12 @@ std::optional<std::string> read_manifest(const std::string& dir) {
 class MeshTrainer {
  public:
   MeshTrainer(Communicator& world, const TrainConfig& config) : world_(world), config_(config) {}
+  // The TP group's observer points at the recorder, which goes first.
+  ~MeshTrainer() {
+    if (trace_ && mesh_) stop_tracing_collectives(mesh_->group("tp"));
+  }
+  MeshTrainer(const MeshTrainer&) = delete;
+  MeshTrainer& operator=(const MeshTrainer&) = delete;
   RunSummary run();
 
  private:

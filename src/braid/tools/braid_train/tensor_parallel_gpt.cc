@@ -59,11 +59,11 @@ void copy_layer_norm_into(const nn::LayerNorm& from, nn::LayerNorm& to) {
 class TpEmbeddings : public nn::Module {
  public:
   TpEmbeddings(Communicator& tp, gpt::Embeddings& full, const TensorParallelOptions& o, double dropout)
-      : tp_(&tp),
-        tokens(register_module("tokens", torch::VocabParallelEmbedding(tp, full.tokens,
+      : tokens(register_module("tokens", torch::VocabParallelEmbedding(tp, full.tokens,
                                                                        torch::VocabParallelOptions{
                                                                            .sequence_parallel = o.sequence_parallel}))),
         positions(register_parameter("positions", full.positions->weight.detach().clone())),
+        tp_(&tp),
         sequence_parallel_(o.sequence_parallel),
         dropout_{dropout, o.sequence_parallel, o.rng} {}
 
@@ -79,14 +79,11 @@ class TpEmbeddings : public nn::Module {
     full.positions->weight.copy_(positions);
   }
 
+  torch::VocabParallelEmbedding tokens;
+  ::torch::Tensor positions;  // [context, h], replicated
+
  private:
   Communicator* tp_;
-
- public:
-  torch::VocabParallelEmbedding tokens;
-  ::torch::Tensor positions;
-
- private:
   bool sequence_parallel_;
   ResidualDropout dropout_;
 };

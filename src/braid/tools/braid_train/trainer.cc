@@ -131,6 +131,8 @@ double Trainer::train_step(std::span<const std::int64_t> indices, EpochFigures& 
   step_losses_.push_back(check_loss_is_finite(comm_, config_, loss_sum, step_ + 1) / comm_.size());
   {
     trace::ComputeScope update(trace_.get(), "optimizer");
+    // The gradients are whole and averaged on every rank: the local norm is the global one.
+    if (config_.clip_grad > 0) ::torch::nn::utils::clip_grad_norm_(model_->parameters(), config_.clip_grad);
     optimizer_->step();
   }
   if (trace_) trace_->step(static_cast<int>(step_ + 1));
