@@ -22,8 +22,9 @@ lscpu | grep "Model name"
 "$bin/braid-plan" calibrate --segments 1 -o "$out/fit.json" "$out/allreduce.json" > /dev/null
 read -r alpha bandwidth < <(/usr/bin/python3 -c "
 import json; f = json.load(open('$out/fit.json'))
-seg = (f.get('calibrations') or f.get('models') or [f])[0]['segments'][0]
-print(seg['alpha'], 1 / seg['beta'])")
+seg = f['fits'][0]['segments'][0]
+print(max(seg['alpha'], 1e-6), 1 / seg['beta'])  # the planner wants alpha > 0: 1 us when the fit says 0
+")
 echo "link: alpha $alpha s, bandwidth $bandwidth B/s (braid-bench allreduce, 2 ranks, 1-32 MiB)"
 
 common=(--model gpt-small --batch 8 --train-samples 256 --test-samples 8 --quiet --seed 3 --steps "$steps")

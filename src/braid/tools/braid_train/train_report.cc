@@ -68,6 +68,7 @@ nlohmann::json to_json(const RunSummary& s, const TrainConfig& c) {
                       {"test_loss", e.test_loss},
                       {"test_accuracy", e.test_accuracy},
                       {"seconds", e.seconds},
+                      {"step_seconds", e.step_seconds},
                       {"samples_per_second", e.samples_per_second()},
                       {"tokens_per_second", throughput(e)},
                       {"communication_share", e.communication_share()},
