@@ -289,6 +289,30 @@ TEST_F(MeshTrainTest, TheTraceShowsTheSequenceParallelCollectives) {
   EXPECT_GE(events["allreduce"], 2 * 2);  // the cross-entropy's (and the SP gradients')
 }
 
+// A TP group must stay on one host: with ranks on two emulated hosts (rank r on host r % 2, so
+// TP pairs (0, 1) and (2, 3) straddle them) braid-train is refused on every rank naming the
+// hosts, and --allow-tp-across-hosts accepts it with a warning (and still trains correctly:
+// the TP collectives then run over TCP).
+TEST_F(MeshTrainTest, ATensorParallelGroupAcrossHostsIsRefusedUnlessAllowed) {
+  auto run = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = {"-c", "BRAID_HOST_ID=host$((BRAID_RANK % 2)) exec \"$0\" \"$@\"",
+                                     tool_path("braid-train"), "--model", "gpt", "--steps", "2", "--batch", "8",
+                                     "--train-samples", "32", "--context", "32", "--tp", "2", "--microbatches", "1",
+                                     "--quiet", "--test-samples", "16"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return launch({.ranks = 4, .program = "/bin/sh", .args = args, .env = {{"BRAID_TIMEOUT", "60"}},
+                   .timeout_seconds = 120});
+  };
+  LaunchResult refused = run({});
+  EXPECT_FALSE(refused.timed_out);
+  EXPECT_NE(refused.exit_code, 0);
+  EXPECT_GE(refused.count("a TP group should stay on one host"), 1) << refused.output;
+  EXPECT_EQ(refused.count("epoch 1:"), 0) << refused.output;
+  LaunchResult allowed = run({"--allow-tp-across-hosts"});
+  expect_success(allowed);
+  EXPECT_GE(allowed.count("allow_tp_across_hosts"), 1) << allowed.output;
+}
+
 // The 8-rank mesh dp 2 x pp 2 x tp 2 trains the GPT 30 steps along the curve of one process with
 // the same global batch (tolerance: see above).
 TEST_F(MeshTrainTest, ThreeDimensionalMeshTrainsThirtyStepsLikeOneProcess) {

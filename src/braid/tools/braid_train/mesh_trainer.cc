@@ -4,24 +4,19 @@
 #include <torch/torch.h>
 
 #include <chrono>
-#include <filesystem>
-#include <fstream>
 #include <numeric>
 #include <optional>
 #include <span>
 #include <utility>
 
-#include "braid/base/atomic_file.h"
 #include "braid/base/error.h"
 #include "braid/collectives/collectives.h"
-#include "braid/collectives/failure_agreement.h"
 #include "braid/engine/collective_tracing.h"
 #include "braid/parallel/axis_traffic.h"
 #include "braid/parallel/layer_partition.h"
 #include "braid/parallel/pipeline_runtime.h"
 #include "braid/parallel/pipeline_schedule.h"
 #include "braid/parallel/process_mesh.h"
-#include "braid/torch/checkpoint.h"
 #include "braid/torch/distributed_data_parallel.h"
 #include "braid/torch/distributed_sampler.h"
 #include "braid/torch/gradient_clipping.h"
@@ -31,6 +26,7 @@
 #include "braid/torch/vocab_parallel.h"
 #include "braid/trace/trace_recorder.h"
 #include "braid/tools/braid_train/blas_runtime.h"
+#include "braid/tools/braid_train/mesh_checkpoint.h"
 #include "braid/tools/braid_train/training_common.h"
 
 namespace braid::train {
@@ -61,15 +57,6 @@ std::shared_ptr<::torch::nn::Module> stage_module(::torch::nn::Sequential& layer
   return holder;
 }
 
-std::string manifest_path(const std::string& dir) { return (std::filesystem::path(dir) / "mesh.txt").string(); }
-
-// The manifest's content, or nullopt when there is none.
-std::optional<std::string> read_manifest(const std::string& dir) {
-  std::ifstream in(manifest_path(dir));
-  if (!in) return std::nullopt;
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
 class MeshTrainer {
  public:
   MeshTrainer(Communicator& world, const TrainConfig& config) : world_(world), config_(config) {}
@@ -90,7 +77,7 @@ class MeshTrainer {
   void train_step(std::span<const std::int64_t> indices, EpochFigures& figures);
   ::torch::Tensor micro_loss(int mb, const ::torch::Tensor& output);
   void share_model();
-  std::string shard_dir() const;
+  MeshCheckpoint checkpoint();
 
   Communicator& world_;
   const TrainConfig& config_;
@@ -123,7 +110,8 @@ void MeshTrainer::set_up() {
   set_threads(config_);
   const int pp = config_.pp, tp = config_.tp;
   replicas_ = world_.size() / (pp * tp);
-  mesh_.emplace(world_, std::vector<MeshAxis>{{"dp", replicas_}, {"pp", pp}, {"tp", tp}});
+  mesh_.emplace(world_, std::vector<MeshAxis>{{"dp", replicas_}, {"pp", pp}, {"tp", tp}},
+                parallel::MeshOptions{.allow_tp_across_hosts = config_.allow_tp_across_hosts});
   stage_ = mesh_->coordinate("pp");
   tp_rank_ = mesh_->coordinate("tp");
   replica_ = mesh_->coordinate("dp");
@@ -202,63 +190,34 @@ void MeshTrainer::build_stage() {
                                                          parallel::PipelineRuntimeOptions{.trace = trace_.get()});
 }
 
-std::string MeshTrainer::shard_dir() const {
-  return (std::filesystem::path(config_.checkpoint_dir) / fmt::format("mesh-pp{}-tp{}", stage_, tp_rank_)).string();
+MeshCheckpoint MeshTrainer::checkpoint() {
+  return {.world = world_, .data_parallel = mesh_->data_parallel(), .dir = config_.checkpoint_dir, .stage = stage_,
+          .tp_rank = tp_rank_, .ddp = *ddp_, .optimizer = *optimizer_, .fingerprint = config_.fingerprint(world_.size())};
 }
 
-// Every shard's data-parallel group saves it (its rank 0 writes), all agree that every shard
-// was written, then world rank 0 writes the manifest: a manifest only ever names a complete set.
 void MeshTrainer::save(const torch::TrainingPosition& position) {
   {
     ::torch::NoGradGuard no_grad;
     stage_holder_->named_buffers(false)["rng_state"].copy_(rng_->state());
   }
-  std::exception_ptr failure;
-  try {
-    torch::save_checkpoint(mesh_->data_parallel(), shard_dir(), *ddp_, *optimizer_, position,
-                           config_.fingerprint(world_.size()));
-  } catch (...) {
-    failure = std::current_exception();
-  }
-  rethrow_first_failure(world_, failure, "braid-train checkpoint");
-  if (world_.rank() == 0) {
-    write_file_atomically(manifest_path(config_.checkpoint_dir), config_.fingerprint(world_.size()) + "\n");
-  }
-  world_.barrier();
+  save_mesh_checkpoint(checkpoint(), position);
 }
 
-// The manifest decides for every rank alike (all read the same file): no checkpoint, another
-// layout (refused naming both), or this one, whose shards each group then loads.
+// --resume promises a continued run: without a checkpoint it is refused on every rank (all
+// read the same manifest); --resume-if-present starts at step 0 and says so.
 void MeshTrainer::resume() {
-  std::optional<std::string> manifest = read_manifest(config_.checkpoint_dir);
-  std::string expected = config_.fingerprint(world_.size()) + "\n";
-  if (!manifest) {
+  MeshCheckpoint target = checkpoint();
+  std::optional<torch::TrainingPosition> position = load_mesh_checkpoint(target);
+  if (!position) {
     if (config_.resume_if_present) {
-      say(world_, fmt::format("no checkpoint at {}: --resume-if-present starts from step 0",
-                              manifest_path(config_.checkpoint_dir)));
+      say(world_, fmt::format("no checkpoint at {}: --resume-if-present starts from step 0", target.manifest_path()));
       return;
     }
     throw InvalidArgument({.rank = world_.rank(), .op = "braid-train --resume"},
                           fmt::format("there is no mesh checkpoint at {} to resume from; drop --resume to start from "
                                       "step 0, or pass --resume-if-present",
-                                      manifest_path(config_.checkpoint_dir)));
+                                      target.manifest_path()));
   }
-  if (*manifest != expected) {
-    throw InvalidArgument({.rank = world_.rank(), .op = "braid-train --resume"},
-                          fmt::format("the checkpoint in {} was saved by another run layout or configuration:\n  "
-                                      "checkpoint: {}  this run:   {}",
-                                      config_.checkpoint_dir, *manifest, expected));
-  }
-  std::optional<torch::TrainingPosition> position;
-  std::exception_ptr failure;
-  try {
-    position = torch::load_checkpoint(mesh_->data_parallel(), shard_dir(), *ddp_, *optimizer_,
-                                      config_.fingerprint(world_.size()));
-    if (!position) throw Corrupt({.rank = world_.rank(), .op = "braid-train --resume"}, shard_dir() + " is missing");
-  } catch (...) {
-    failure = std::current_exception();
-  }
-  rethrow_first_failure(world_, failure, "braid-train --resume");
   rng_->set_state(stage_holder_->named_buffers(false)["rng_state"]);
   start_ = *position;
   step_ = position->step;

@@ -19,9 +19,8 @@
 // end the TP shards are gathered and every stage broadcasts its layers to its pipeline, so every
 // rank holds the whole trained single-process model to evaluate, check and export.
 //
-// Checkpoints (--checkpoint-dir): one shard per (stage, TP rank), <dir>/mesh-pp<s>-tp<t>/, written
-// by its data-parallel group (torch/checkpoint.h: parameters, optimizer state, error-feedback
-// residuals, the dropout streams), then <dir>/mesh.txt naming the layout. Resuming under another
+// Checkpoints (--checkpoint-dir): one shard per (stage, TP rank) and a manifest
+// (mesh_checkpoint.h); the dropout streams ride in each shard as a buffer. Resuming under another
 // layout (a different --tp, --pp or world) is refused on every rank, naming both.
 #pragma once
 

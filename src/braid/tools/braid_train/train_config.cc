@@ -104,6 +104,9 @@ void add_train_flags(CLI::App& app, TrainConfig& c) {
   app.add_option("--tp", c.tp, "gpt: tensor-parallel ranks (the world is dp x pp x tp, tp innermost)")
       ->capture_default_str();
   app.add_flag("--sp", c.sequence_parallel, "with --tp: sequence parallelism (LayerNorm, dropout on sequence shards)");
+  app.add_flag("--allow-tp-across-hosts", c.allow_tp_across_hosts,
+               "accept a TP group whose ranks are on several hosts (every layer's activations cross the network; "
+               "warns)");
   app.add_option("--log-interval", c.log_interval, "seconds between progress lines")->capture_default_str();
   app.add_flag("--check-replicas", c.check_replicas, "verify every rank holds identical parameters after each step");
   app.add_flag("--quiet", c.quiet, "no progress lines");

@@ -51,6 +51,7 @@ struct TrainConfig {
   double clip_grad = 0;              // > 0: clip the global gradient norm to this
   int tp = 1;                        // tensor-parallel ranks (gpt; the mesh is dp x pp x tp)
   bool sequence_parallel = false;    // with --tp: activations outside TP regions split over the sequence
+  bool allow_tp_across_hosts = false; // a TP group on several hosts: refused unless asked for (it warns)
   double log_interval = 2.0;         // seconds between progress lines on rank 0
   bool check_replicas = false;       // compare every rank's parameters after every step
   bool quiet = false;                // no progress lines (epoch lines and the summary remain)

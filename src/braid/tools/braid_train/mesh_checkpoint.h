@@ -1,0 +1,42 @@
+// Checkpoints of a mesh run (mesh_trainer.h): one shard per (stage, TP rank) in
+// <dir>/mesh-pp<s>-tp<t>/, each written by its data-parallel group exactly as a data-parallel
+// checkpoint (torch/checkpoint.h: parameters, buffers, optimizer state, residuals, a CRC32C per
+// tensor), then <dir>/mesh.txt, the run's fingerprint, written by world rank 0 once every shard
+// is on disk: a manifest always names a complete set.
+//
+// Loading reads the manifest on every rank (the same file, so every rank decides alike): none
+// means no checkpoint; another fingerprint (a different --tp, --pp, world, model size...) is
+// InvalidArgument on every rank naming both; then each group loads its shard, and a shard that
+// is missing or damaged is refused on every rank (rethrow_first_failure), never a hang.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <optional>
+#include <string>
+
+#include "braid/comm/communicator.h"
+#include "braid/torch/checkpoint.h"
+#include "braid/torch/distributed_data_parallel.h"
+
+namespace braid::train {
+
+struct MeshCheckpoint {
+  Communicator& world;
+  Communicator& data_parallel;     // the shard's group: its rank 0 writes
+  std::string dir;
+  int stage = 0, tp_rank = 0;
+  torch::DistributedDataParallel& ddp;
+  ::torch::optim::Optimizer& optimizer;
+  std::string fingerprint;
+
+  std::string manifest_path() const;
+  std::string shard_dir() const;
+};
+
+// Collective over the world.
+void save_mesh_checkpoint(const MeshCheckpoint& checkpoint, const torch::TrainingPosition& position);
+// Collective over the world; nullopt when `dir` holds no mesh checkpoint.
+std::optional<torch::TrainingPosition> load_mesh_checkpoint(const MeshCheckpoint& checkpoint);
+
+}  // namespace braid::train
