@@ -313,9 +313,10 @@ TEST_F(MeshTrainTest, ATensorParallelGroupAcrossHostsIsRefusedUnlessAllowed) {
   EXPECT_GE(allowed.count("allow_tp_across_hosts"), 1) << allowed.output;
 }
 
-// The 8-rank mesh dp 2 x pp 2 x tp 2 trains the GPT 30 steps along the curve of one process with
-// the same global batch (tolerance: see above).
-TEST_F(MeshTrainTest, ThreeDimensionalMeshTrainsThirtyStepsLikeOneProcess) {
+// The 8-rank mesh dp 2 x pp 2 x tp 2, and dp 2 x tp 2 and pp 2 x tp 2 on 4 ranks, train the GPT
+// 30 steps along the curve of one process and of 8 data-parallel ranks with the same global
+// batch (tolerance: see above).
+TEST_F(MeshTrainTest, ThreeDimensionalMeshTrainsThirtyStepsLikeDataParallelism) {
   std::vector<std::string> common = {"--model", "gpt", "--steps", "30", "--batch", "8", "--train-samples", "240",
                                      "--context", "32", "--optimizer", "adam"};
   auto with = [&](std::vector<std::string> extra) {
@@ -324,9 +325,16 @@ TEST_F(MeshTrainTest, ThreeDimensionalMeshTrainsThirtyStepsLikeOneProcess) {
     return args;
   };
   expect_success(train(1, with({"--json", path("one.json")})));
+  expect_success(train(8, with({"--json", path("dp8.json")}), 400));  // data parallel only, 1 sample per rank
+  std::vector<double> one = step_losses("one.json");
+  expect_same_curve(step_losses("dp8.json"), one, 2e-5, "dp 8, 30 Adam steps");
   expect_success(train(8, with({"--tp", "2", "--pp", "2", "--microbatches", "2", "--json", path("mesh.json")}), 400));
-  expect_same_curve(step_losses("mesh.json"), step_losses("one.json"), 2e-4, "dp2 x pp2 x tp2, 30 Adam steps");
+  expect_same_curve(step_losses("mesh.json"), one, 2e-5, "dp2 x pp2 x tp2, 30 Adam steps");
   expect_planned_bytes("mesh.json", 2, 2, false);
+  expect_success(train(4, with({"--tp", "2", "--microbatches", "1", "--json", path("dp-tp.json")})));
+  expect_same_curve(step_losses("dp-tp.json"), one, 2e-5, "dp2 x tp2, 30 Adam steps");
+  expect_success(train(4, with({"--tp", "2", "--pp", "2", "--microbatches", "4", "--json", path("pp-tp.json")})));
+  expect_same_curve(step_losses("pp-tp.json"), one, 2e-5, "pp2 x tp2, 30 Adam steps");
 }
 
 // A mesh run stopped after 3 steps and resumed matches the uninterrupted run bit for bit: every
