@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "braid/base/error.h"
+#include "braid/torch/tensor_parallel_mappings.h"
 
 namespace braid::torch {
 namespace {
@@ -123,6 +124,7 @@ parallel::StageTensor SequentialStage::backward_input(int mb, int chunk, const p
   Saved& saved = saved_.at({mb, chunk});
   saved.grad_output = seed_gradient(saved, grad_output);
   if (!saved.input.defined()) return {};
+  SplitBackwardScope input_pass(SplitBackwardScope::Pass::kInput);  // TP mappings keep their results
   std::vector<::torch::Tensor> grads = ::torch::autograd::grad({saved.output}, {saved.input}, {saved.grad_output},
                                                                /*retain_graph=*/true);
   return to_stage_tensor(grads[0]);
@@ -133,6 +135,7 @@ void SequentialStage::backward_weight(int mb, int chunk) {
   Saved& saved = node.mapped();
   std::vector<::torch::Tensor> params = chunk_parameters(chunk);
   if (params.empty()) return;
+  SplitBackwardScope weight_pass(SplitBackwardScope::Pass::kWeight);  // ... and reuse them here
   std::vector<::torch::Tensor> grads = ::torch::autograd::grad({saved.output}, params, {saved.grad_output},
                                                                /*retain_graph=*/false, /*create_graph=*/false,
                                                                /*allow_unused=*/true);

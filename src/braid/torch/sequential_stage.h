@@ -19,7 +19,8 @@
 // gradient. For zero-bubble schedules, backward_input() differentiates only with respect to the
 // input (keeping the graph) and backward_weight() then only with respect to the parameters,
 // adding into .grad: autograd has no cheaper split, so the pair costs more than one backward —
-// correct, but ZB-H1's time advantage needs a model with a real input/weight split.
+// correct, but ZB-H1's time advantage needs a model with a real input/weight split. The
+// tensor-parallel mappings' collectives run once, in the input pass (SplitBackwardScope).
 #pragma once
 
 #include <torch/torch.h>

@@ -38,6 +38,8 @@ std::vector<std::int64_t> sizes_with(const Tensor& x, std::int64_t d, std::int64
   return sizes;
 }
 
+thread_local SplitBackwardScope::Pass split_backward_pass = SplitBackwardScope::Pass::kNone;
+
 enum class Comm : std::int64_t { kIdentity, kAllreduce, kPiece, kGather, kReduceScatter };
 
 Tensor communicate(Comm comm, const Tensor& x, Communicator& tp, std::int64_t dim) {
@@ -67,9 +69,19 @@ struct Mapping : public ::torch::autograd::Function<Mapping> {
     return communicate(static_cast<Comm>(forward), x, *reinterpret_cast<Communicator*>(comm), dim);
   }
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    using Pass = SplitBackwardScope::Pass;
+    if (split_backward_pass == Pass::kWeight) {
+      auto kept = ctx->saved_data.find("input-pass result");
+      if (kept != ctx->saved_data.end()) {
+        Tensor g = kept->second.toTensor();
+        ctx->saved_data.erase(kept);
+        return {g, Tensor(), Tensor(), Tensor(), Tensor()};
+      }
+    }
     auto* tp = reinterpret_cast<Communicator*>(ctx->saved_data["comm"].toInt());
     Tensor g = communicate(static_cast<Comm>(ctx->saved_data["backward"].toInt()), grads[0], *tp,
                            ctx->saved_data["dim"].toInt());
+    if (split_backward_pass == Pass::kInput) ctx->saved_data["input-pass result"] = g;
     return {g, Tensor(), Tensor(), Tensor(), Tensor()};
   }
 };
@@ -81,6 +93,10 @@ Tensor map(const Tensor& x, Communicator& tp, Comm forward, Comm backward, std::
 }
 
 }  // namespace
+
+SplitBackwardScope::SplitBackwardScope(Pass pass) : previous_(split_backward_pass) { split_backward_pass = pass; }
+SplitBackwardScope::~SplitBackwardScope() { split_backward_pass = previous_; }
+SplitBackwardScope::Pass SplitBackwardScope::current() { return split_backward_pass; }
 
 Tensor tp_allreduce_tensor(const Tensor& x, Communicator& tp) {
   Tensor out = x.contiguous().clone();

@@ -39,6 +39,27 @@ namespace braid::torch {
 ::torch::Tensor gather_from_sp(const ::torch::Tensor& x, Communicator& tp, std::int64_t dim);
 ::torch::Tensor reduce_scatter_to_sp(const ::torch::Tensor& x, Communicator& tp, std::int64_t dim);
 
+// Zero-bubble pipeline schedules (ZB-H1, torch::SequentialStage) differentiate one retained
+// graph twice: with respect to the stage's input, then to its weights. The gradient reaching each
+// mapping is the same in both passes, so inside a kInput scope each mapping keeps what its
+// backward communicated and inside the kWeight scope that follows returns it instead of
+// communicating again: one set of TP collectives per backward, as plan/training_traffic.h
+// counts (and no collective in the weight pass, whose order across TP ranks then cannot
+// matter). A mapping the input pass did not reach communicates in the weight pass as usual.
+// Scopes do not nest; the autograd engine runs CPU graphs on the calling thread.
+class SplitBackwardScope {
+ public:
+  enum class Pass { kNone, kInput, kWeight };
+  explicit SplitBackwardScope(Pass pass);
+  ~SplitBackwardScope();
+  SplitBackwardScope(const SplitBackwardScope&) = delete;
+  SplitBackwardScope& operator=(const SplitBackwardScope&) = delete;
+  static Pass current();
+
+ private:
+  Pass previous_;
+};
+
 // The communication without autograd, on plain tensors (results are new contiguous tensors):
 // what the mappings call, and what callers use outside a graph (gathering shards to export).
 ::torch::Tensor tp_allreduce_tensor(const ::torch::Tensor& x, Communicator& tp);
