@@ -4,6 +4,7 @@
 #include <torch/torch.h>
 
 #include <chrono>
+#include <map>
 #include <numeric>
 #include <optional>
 #include <span>
@@ -251,11 +252,13 @@ void MeshTrainer::train_step(std::span<const std::int64_t> indices, EpochFigures
   if (trace_) trace_->step(static_cast<int>(step_ + 1));
   figures.step_seconds += seconds_since(start);
   figures.tp_seconds += traffic_.take_seconds()["tp"];
-  for (const auto& [axis, bytes] : traffic_.take()) {
-    double mean = bytes;
-    allreduce(world_, &mean, &mean, 1, DType::kF64, ReduceOp::kAvg);
-    figures.axis_bytes_per_step[axis] += mean;
-  }
+  // The mean over ranks, one allreduce for every axis (the map's order is the same everywhere).
+  std::map<std::string, double> bytes = traffic_.take();
+  std::vector<double> means;
+  for (const auto& [axis, sent] : bytes) means.push_back(sent);
+  allreduce(world_, means.data(), means.data(), static_cast<std::int64_t>(means.size()), DType::kF64, ReduceOp::kAvg);
+  std::size_t i = 0;
+  for (const auto& [axis, sent] : bytes) figures.axis_bytes_per_step[axis] += means[i++];
 }
 
 // Every stage's trained layers (parameters and buffers) to every rank of its pipeline, after the
