@@ -18,10 +18,12 @@
 // (a reduce-scatter: half of DDP's allreduce), the trace's "reduce_scatter" buckets, snapshot /
 // restore's zero_stage check and the bad options.
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <numeric>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <fmt/format.h>
@@ -228,15 +230,36 @@ bool traced(Communicator& comm, int stage) {
   GradSync sync(comm, options);
   Model m(sync);
   fill(m, comm.rank(), 0);
+  sync.plan_buckets();
+  const int planned = static_cast<int>(sync.plan().buckets.size());
+  auto bucket_events = [&] {
+    std::vector<trace::CommEvent> events;
+    for (const trace::CommEvent& e : recorder.snapshot().comm) {
+      if (e.name.rfind("bucket ", 0) == 0 && e.algorithm == "reduce_scatter") events.push_back(e);
+    }
+    return events;
+  };
   mark_all_shuffled(sync, comm.rank(), 0);
-  sync.finish();
-  int buckets = 0;
-  for (const trace::CommEvent& e : recorder.snapshot().comm) {
-    if (e.name.rfind("bucket ", 0) == 0 && e.algorithm == "reduce_scatter") ++buckets;
+  if (stage == 2) {
+    // Stage 2 launched every bucket during "backward": they complete without finish().
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (static_cast<int>(bucket_events().size()) < planned && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    if (static_cast<int>(bucket_events().size()) != planned) {
+      return fail(comm, "stage 2: the buckets did not run before finish()");
+    }
   }
-  if (buckets != static_cast<int>(sync.plan().buckets.size())) {
-    return fail(comm, fmt::format("stage {}: {} reduce_scatter bucket events for {} buckets", stage, buckets,
-                                  sync.plan().buckets.size()));
+  recorder.mark("finish");
+  sync.finish();
+  trace::TraceData data = recorder.snapshot();
+  std::int64_t finish_ns = data.marks.empty() ? 0 : data.marks.back().at_ns;
+  std::vector<trace::CommEvent> events = bucket_events();
+  if (static_cast<int>(events.size()) != planned) {
+    return fail(comm, fmt::format("stage {}: {} reduce_scatter bucket events for {} buckets", stage, events.size(), planned));
+  }
+  for (const trace::CommEvent& e : events) {
+    if (stage == 1 && e.start_ns < finish_ns) return fail(comm, "stage 1: " + e.name + " started before finish()");
   }
   return true;
 }
