@@ -57,7 +57,7 @@ done
 # define it) and of what must stay internal.
 for f in base/error.h base/dtype.h comm/communicator.h comm/work.h collectives/collectives.h \
          collectives/async_collectives.h compress/compression_policy.h compress/codec_spec.h \
-         compress/compressed_allreduce.h engine/grad_sync.h trace/trace_recorder.h plan/step_model.h \
+         compress/compressed_allreduce.h engine/grad_sync.h engine/shard_layout.h trace/trace_recorder.h plan/step_model.h \
          base/mesh_layout.h parallel/process_mesh.h; do
   [[ -f $prefix/include/braid/$f ]] || fail "missing public header $prefix/include/braid/$f"
 done

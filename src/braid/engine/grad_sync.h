@@ -26,13 +26,23 @@
 // mark_ready and finish do nothing, so gradients accumulate locally and are averaged at the
 // first synchronised finish().
 //
-// Thread-safety: add_param, finish, set_sync from one thread (the training loop); mark_ready
-// may be called from any thread (autograd's hooks), concurrently. The buffers registered must
+// ZeRO stages 1 and 2, gradient side (issue 19, docs/zero.md "Stages 1 and 2: GradSync"): with
+// zero_stage > 0 every bucket is reduce-scattered instead of allreduced. Its buffer is laid out
+// by engine/shard_layout.h (one flat buffer per bucket, the parameters at the bucket plan's
+// offsets, padded at the tail to size() equal shards) and this rank receives only its shard,
+// read with shard_gradient(); the registered gradient buffers are not written back (they keep
+// this rank's local, unaveraged gradients). The optimizer side (LibTorch's ZeRO optimizer)
+// steps its own shard and allgathers the parameters; GradSync does neither.
+//
+// Thread-safety: add_param, finish, set_sync, plan_buckets, bucket_shard, shard_gradient from
+// one thread (the training loop); mark_ready may be called from any thread (autograd's hooks),
+// concurrently. The buffers registered must
 // stay valid and unmodified between mark_ready and finish.
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -43,6 +53,7 @@
 #include "braid/compress/compressed_allreduce.h"
 #include "braid/compress/compression_policy.h"
 #include "braid/engine/bucket_plan.h"
+#include "braid/engine/shard_layout.h"
 
 namespace braid {
 
@@ -64,7 +75,49 @@ struct GradSyncOptions {
   // names a directory (comm events and step boundaries; the file is written when GradSync is
   // destroyed), and records nothing otherwise.
   trace::TraceRecorder* trace = nullptr;
+  // ZeRO's gradient side (docs/zero.md). 0: allreduce every bucket (DDP). 1 or 2: each bucket is
+  // reduce-scattered and averaged instead; this rank keeps only its shard of it (shard_gradient),
+  // and the registered gradient buffers are not written back. Stage 1 launches every bucket in
+  // finish(), after backward; stage 2 launches each as it becomes ready during backward.
+  // Requires no compression and rebuild_buckets = false (InvalidArgument otherwise: the
+  // optimizer's shards are laid out on the first plan and must not move).
+  //
+  // Memory per bucket of E elements on n ranks, S = ceil(E / n) (shard_layout.h): the full
+  // padded buffer of n x S floats stays allocated for the plan's lifetime, because it is the
+  // reduce-scatter's send buffer (the gradients are copied into it at launch), plus one S-float
+  // shard buffer that receives the result. Neither stage 1 nor stage 2 frees the full buffers: the
+  // engine keeps one per bucket so that buckets in flight at once never share a staging buffer.
+  // What stage 2 saves over stage 1 is time (overlap), not engine memory; the gradient memory
+  // ZeRO-2 saves in DeepSpeed is the full .grad tensors, and with LibTorch those are autograd's
+  // and stay allocated unless the torch side releases them after finish(). See docs/zero.md.
+  int zero_stage = 0;
 };
+
+// Which elements of bucket b this rank owns under ZeRO: the bucket is padded to size() x shard
+// elements and rank r owns [r x shard, (r+1) x shard) of it, of which [begin, end) are real
+// (bucket element coordinates; empty when the rank's whole shard is padding).
+struct BucketShard {
+  std::int64_t shard = 0;            // elements per rank, padding included
+  std::int64_t begin = 0, end = 0;   // this rank's real elements
+  std::int64_t padded = 0;           // size() x shard
+  bool operator==(const BucketShard&) const = default;
+};
+
+namespace engine {
+// ZeRO's view of a bucket plan (shard_layout.h): bucket b is group b, its parameters in bucket
+// order, 4-byte elements aligned to 4 bytes, so flat buffer b holds bucket b's parameters at
+// exactly the plan's offsets and buffers[b].shard_pieces says which parameter elements every
+// rank's gradient shard holds (what the optimizer maps its state onto). The layout's parameter
+// j is the j-th parameter of the plan in bucket order, not parameter id j: name it through
+// params[j].name, or map back through plan.buckets. Pure; InvalidArgument for world_size < 1.
+ShardLayout bucket_shard_layout(const BucketPlan& plan, int world_size);
+// The shard of `rank` in a bucket of `elements` floats over `world_size` ranks: shard =
+// ceil(elements / world_size) (the layout's S with alignment 4 for floats), padded = world_size x
+// shard. Pure; InvalidArgument for world_size < 1, rank outside [0, world_size) or a negative count.
+BucketShard bucket_shard(std::int64_t elements, int world_size, int rank);
+// The same from flat buffer `buffer` of a layout (the one GradSync uses).
+BucketShard bucket_shard(const FlatBuffer& buffer, int rank);
+}  // namespace engine
 
 // What a training checkpoint needs to resume GradSync exactly where it stopped: the step (the
 // compression policy's warm-up and schedule count it), the bucket order in force (rebuilt from
@@ -74,6 +127,9 @@ struct GradSyncSnapshot {
   std::int64_t step = 0;
   std::vector<int> bucket_order;            // parameters in bucket order; empty before planning
   std::vector<std::byte> compression_state; // CompressionState::serialize()
+  // GradSyncOptions::zero_stage; restore() requires equal (a caller rebuilding a snapshot from
+  // a checkpoint file must set it: the default 0 is DDP's).
+  int zero_stage = 0;
 };
 
 // One synchronised step.
@@ -104,15 +160,30 @@ class GradSync {
   // launchable. Throws InvalidArgument for an unknown id or a second mark in one step.
   void mark_ready(int param);
 
-  // Launches the remaining buckets, waits for all, writes the averages back and returns the
-  // step's figures. Rethrows a bucket's error. See the file comment for unused parameters.
+  // Launches the remaining buckets, waits for all, writes the averages back (ZeRO: into the
+  // shards, shard_gradient) and returns the step's figures. Rethrows a bucket's error. See the
+  // file comment for unused parameters.
   GradSyncStats finish();
+
+  // Builds the bucket plan now (otherwise built at the first mark_ready or finish), so that a
+  // ZeRO optimizer can size its shards before the first step. Local (the plan is a pure function
+  // of the registered parameters). Idempotent. After it, add_param throws as after mark_ready.
+  void plan_buckets();
+  // ZeRO (zero_stage > 0). REQUIRES plan_buckets() or a finished step. InvalidArgument for
+  // zero_stage 0, before planning, or a bucket outside [0, plan().buckets.size()).
+  BucketShard bucket_shard(int bucket) const;
+  // This rank's averaged gradient shard of bucket b (BucketShard::shard floats; the padding is
+  // zero), valid from finish() until the next step's first launch. Element i is bucket element
+  // rank() x shard + i. Same preconditions as bucket_shard.
+  std::span<const float> shard_gradient(int bucket) const;
 
   // Gradient accumulation: with sync off, mark_ready and finish do nothing.
   void set_sync(bool on);
   bool sync_enabled() const { return sync_; }
 
   const engine::BucketPlan& plan() const { return plan_; }
+  // ZeRO: bucket_shard_layout(plan(), size()), built with the plan. Empty for zero_stage 0.
+  const engine::ShardLayout& shard_layout() const { return layout_; }
   // Error-feedback residuals and PowerSGD factors: part of a training checkpoint. Cleared when
   // the buckets are rebuilt (their shapes change).
   compress::CompressionState& compression_state() { return state_; }
@@ -132,6 +203,10 @@ class GradSync {
     compress::Shape shape;
   };
   struct BucketRun;  // one bucket's buffer and its in-flight allreduce
+  void check_options() const;
+  void check_zero_bucket(int bucket, const char* op) const;
+  void submit_allreduce(int bucket);
+  void submit_reduce_scatter(int bucket);
 
   void ensure_plan() BRAID_REQUIRES(mu_);
   std::vector<engine::ParamInfo> param_infos() const;
@@ -145,6 +220,7 @@ class GradSync {
   GradSyncOptions options_;
   std::vector<Param> params_;
   engine::BucketPlan plan_;
+  engine::ShardLayout layout_;  // ZeRO only
   Mutex mu_;  // serialises concurrent mark_ready calls (launching buckets) and the tracker
   std::unique_ptr<engine::ReadinessTracker> tracker_ BRAID_GUARDED_BY(mu_);
   std::vector<std::unique_ptr<BucketRun>> runs_;
