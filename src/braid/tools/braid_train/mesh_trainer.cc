@@ -20,6 +20,7 @@
 #include "braid/torch/distributed_data_parallel.h"
 #include "braid/torch/distributed_sampler.h"
 #include "braid/torch/gradient_clipping.h"
+#include "braid/torch/model_state_bytes.h"
 #include "braid/torch/sequential_stage.h"
 #include "braid/torch/tensor_dtype.h"
 #include "braid/torch/tensor_parallel_rng.h"
@@ -323,6 +324,7 @@ RunSummary MeshTrainer::run() {
   }
   summary.steps = step_;
   summary.step_losses = step_losses_;
+  summary.model_state_bytes = torch::model_state_bytes(stage_model_->parameters(), optimizer_.get());  // this stage's
   finish_run(world_, config_, summary, *full_, data_->classification());
   return summary;
 }
