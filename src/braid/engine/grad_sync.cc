@@ -6,10 +6,12 @@
 
 #include <fmt/format.h>
 
+#include "braid/base/check.h"
 #include "braid/base/error.h"
 #include "braid/collectives/collective_queue.h"
 #include "braid/collectives/collectives.h"
 #include "braid/comm/communicator_internal.h"
+#include "braid/compress/compressed_call.h"
 #include "braid/engine/readiness_tracker.h"
 #include "braid/trace/trace_recorder.h"
 
@@ -32,13 +34,64 @@ std::uint64_t model_signature(const std::vector<std::int64_t>& counts) {
   return h;
 }
 
+bool compresses(const compress::CompressionPolicy& policy) {
+  const compress::CompressionPolicyOptions& o = policy.options();
+  auto on = [](const compress::CodecSpec& c) { return c.id != compress::CodecId::kNone; };
+  if (on(o.codec)) return true;
+  for (const auto& phase : o.schedule) if (on(phase.codec)) return true;
+  for (const auto& [pattern, codec] : o.overrides) if (on(codec)) return true;
+  return false;
+}
+
 }  // namespace
+
+namespace engine {
+
+ShardLayout bucket_shard_layout(const BucketPlan& plan, int world_size) {
+  std::vector<ShardParamInfo> infos;
+  std::vector<std::int64_t> counts(static_cast<std::size_t>(plan.param_count()), 0);
+  for (std::size_t b = 0; b < plan.buckets.size(); ++b) {
+    const Bucket& bucket = plan.buckets[b];
+    for (std::size_t i = 0; i < bucket.params.size(); ++i) {
+      // The count is the offset gap: a bucket's params are contiguous (bucket_plan.h).
+      std::int64_t end = i + 1 < bucket.params.size() ? bucket.offsets[i + 1] : bucket.elements;
+      infos.push_back({.name = fmt::format("param{}", bucket.params[i]),
+                       .count = end - bucket.offsets[i],
+                       .element_bytes = sizeof(float),
+                       .group = static_cast<int>(b)});
+    }
+  }
+  // Alignment = element size: no padding between parameters, so the layout's offsets are the plan's.
+  return plan_shard_layout(infos, {.world_size = world_size, .alignment_bytes = sizeof(float)});
+}
+
+BucketShard bucket_shard(const FlatBuffer& buffer, int rank) {
+  std::int64_t s = buffer.shard_elements;
+  std::int64_t used = buffer.used_elements;
+  return {.shard = s,
+          .begin = std::min(used, rank * s),
+          .end = std::min(used, (rank + 1) * s),
+          .padded = buffer.elements};
+}
+
+BucketShard bucket_shard(std::int64_t elements, int world_size, int rank) {
+  if (rank < 0 || rank >= world_size) {
+    throw InvalidArgument({.rank = rank, .op = "engine::bucket_shard"},
+                          fmt::format("rank {} outside a world of {}", rank, world_size));
+  }
+  ShardParamInfo bucket{.name = "bucket", .count = elements, .element_bytes = sizeof(float)};
+  ShardLayout layout = plan_shard_layout(std::span(&bucket, 1), {.world_size = world_size, .alignment_bytes = sizeof(float)});
+  return bucket_shard(layout.buffers.at(0), rank);
+}
+
+}  // namespace engine
 
 // One bucket: its flat buffer (allocated once per plan) and its in-flight allreduce. The
 // background thread writes `stats` and `seconds` before the Work completes; the training
 // thread reads them after waiting on it.
 struct GradSync::BucketRun {
-  std::vector<float> buffer;
+  std::vector<float> buffer;  // ZeRO: padded to size() x shard, the padding stays zero
+  std::vector<float> shard;   // ZeRO: this rank's reduce-scattered shard (the reduce_scatter's recv)
   std::string name;        // the tensor name the policy and the compression state see
   compress::Shape shape;   // a single-parameter bucket keeps its parameter's shape (PowerSGD)
   Work work;
@@ -53,6 +106,7 @@ double GradSyncStats::overlap_ratio() const {
 }
 
 GradSync::GradSync(Communicator& comm, GradSyncOptions options) : comm_(comm), options_(std::move(options)) {
+  check_options();
   if (options_.trace == nullptr) {
     auto recorder = std::make_unique<trace::TraceRecorder>(trace::from_environment(comm_.rank()));
     if (recorder->enabled()) {
@@ -72,6 +126,26 @@ GradSync::~GradSync() {
       } catch (...) {  // the error was (or will never be) reported through finish()
       }
     }
+  }
+}
+
+void GradSync::check_options() const {
+  ErrorContext context{.rank = comm_.rank(), .op = "GradSync"};
+  int stage = options_.zero_stage;
+  if (stage < 0 || stage > 2) {
+    throw InvalidArgument(context, fmt::format("zero_stage {}: GradSync does stages 0 (DDP), 1 and 2; stage 3 "
+                                               "shards the parameters, which is the optimizer's",
+                                               stage));
+  }
+  if (stage > 0 && compresses(options_.policy)) {
+    throw InvalidArgument(context, fmt::format("zero_stage {} with compression: a reduce-scatter is not compressed; "
+                                               "use no compression policy",
+                                               stage));
+  }
+  if (stage > 0 && options_.rebuild_buckets) {
+    throw InvalidArgument(context, fmt::format("zero_stage {} requires rebuild_buckets = false: the optimizer's "
+                                               "shards are laid out on the first plan and must not move",
+                                               stage));
   }
 }
 
@@ -105,10 +179,19 @@ void GradSync::adopt_plan(engine::BucketPlan plan) {
   tracker_ = std::make_unique<engine::ReadinessTracker>(plan_);
   unused_.assign(params_.size(), 0);
   runs_.clear();
+  if (options_.zero_stage > 0) layout_ = engine::bucket_shard_layout(plan_, comm_.size());
   for (std::size_t b = 0; b < plan_.buckets.size(); ++b) {
     const engine::Bucket& bucket = plan_.buckets[b];
     auto run = std::make_unique<BucketRun>();
-    run->buffer.assign(static_cast<std::size_t>(bucket.elements), 0.0f);  // allocated and faulted once per plan
+    if (options_.zero_stage > 0) {
+      const engine::FlatBuffer& flat = layout_.buffers[b];
+      BRAID_CHECK(flat.offsets == bucket.offsets && flat.used_elements == bucket.elements, InvalidArgument,
+                  {.rank = comm_.rank(), .op = "GradSync (internal)"}, "bucket {}'s shard layout moved its parameters", b);
+      run->buffer.assign(static_cast<std::size_t>(flat.elements), 0.0f);
+      run->shard.assign(static_cast<std::size_t>(flat.shard_elements), 0.0f);
+    } else {
+      run->buffer.assign(static_cast<std::size_t>(bucket.elements), 0.0f);  // allocated and faulted once per plan
+    }
     bool single = bucket.params.size() == 1;
     run->name = single ? params_[static_cast<std::size_t>(bucket.params[0])].name : fmt::format("bucket{}", b);
     if (single) run->shape = params_[static_cast<std::size_t>(bucket.params[0])].shape;
@@ -121,7 +204,33 @@ void GradSync::mark_ready(int param) {
   if (!sync_) return;
   MutexLock lock(mu_);
   ensure_plan();
-  for (int bucket : tracker_->mark_ready(param)) launch(bucket);
+  std::vector<int> launchable = tracker_->mark_ready(param);
+  if (options_.zero_stage == 1) return;  // stage 1 launches every bucket in finish()
+  for (int bucket : launchable) launch(bucket);
+}
+
+void GradSync::plan_buckets() {
+  MutexLock lock(mu_);
+  ensure_plan();
+}
+
+void GradSync::check_zero_bucket(int bucket, const char* op) const {
+  ErrorContext context{.rank = comm_.rank(), .op = op};
+  if (options_.zero_stage == 0) throw InvalidArgument(context, "zero_stage is 0: the buckets are allreduced, not sharded");
+  if (!planned_) throw InvalidArgument(context, "no bucket plan yet: call plan_buckets() or finish a step first");
+  if (bucket < 0 || bucket >= static_cast<int>(runs_.size())) {
+    throw InvalidArgument(context, fmt::format("bucket {} outside [0, {})", bucket, runs_.size()));
+  }
+}
+
+BucketShard GradSync::bucket_shard(int bucket) const {
+  check_zero_bucket(bucket, "GradSync::bucket_shard");
+  return engine::bucket_shard(layout_.buffers[static_cast<std::size_t>(bucket)], comm_.rank());
+}
+
+std::span<const float> GradSync::shard_gradient(int bucket) const {
+  check_zero_bucket(bucket, "GradSync::shard_gradient");
+  return runs_[static_cast<std::size_t>(bucket)]->shard;
 }
 
 void GradSync::launch(int b) {
@@ -136,6 +245,53 @@ void GradSync::launch(int b) {
       std::memcpy(slot, p.grad, static_cast<std::size_t>(p.count) * sizeof(float));
     }
   }
+  if (options_.zero_stage > 0) {
+    submit_reduce_scatter(b);
+  } else {
+    submit_allreduce(b);
+  }
+}
+
+// ZeRO: rank r receives block r of the padded buffer, reduced over all ranks. Every rank sends
+// the same collectives in bucket order (a bucket of zero elements sends nothing on any rank).
+// wire_bytes is what a ring reduce-scatter sends, (n-1) blocks; dense_wire_bytes what DDP's
+// ring allreduce of the same bucket would, so wire_fraction() reads about 1/2.
+void GradSync::submit_reduce_scatter(int b) {
+  BucketRun& run = *runs_[static_cast<std::size_t>(b)];
+  const engine::Bucket& bucket = plan_.buckets[static_cast<std::size_t>(b)];
+  auto& queue = detail::CollectiveAccess(comm_).attachment<CollectiveQueue>();
+  run.launched = true;
+  run.work = queue.submit({.rank = comm_.rank(), .op = fmt::format("GradSync bucket {} (reduce_scatter)", b)},
+                          [this, &run, b, elements = bucket.elements] {
+                            trace::CommScope traced(options_.trace, fmt::format("bucket {}", b));
+                            auto start = Clock::now();
+                            auto shard = static_cast<std::int64_t>(run.shard.size());
+                            int n = comm_.size();
+                            std::uint64_t sent_before = detail::CollectiveAccess(comm_).bytes_sent();
+                            if (shard > 0) {
+                              reduce_scatter(comm_, run.buffer.data(), run.shard.data(), shard, DType::kF32,
+                                             options_.average ? ReduceOp::kAvg : ReduceOp::kSum);
+                            }
+                            compress::CompressionStats stats{.elements = static_cast<std::uint64_t>(run.buffer.size())};
+                            stats.payload_bytes = run.buffer.size() * sizeof(float);
+                            stats.wire_bytes = static_cast<std::uint64_t>(n - 1) * static_cast<std::uint64_t>(shard) * sizeof(float);
+                            stats.dense_wire_bytes =
+                                compress::ring_allreduce_wire_bytes(static_cast<std::size_t>(elements), n, comm_.rank());
+                            stats.transport_bytes = detail::CollectiveAccess(comm_).bytes_sent() - sent_before;
+                            run.stats = stats;
+                            run.seconds = seconds_since(start);
+                            if (traced.active()) {
+                              traced.event().bytes = run.buffer.size() * sizeof(float);
+                              traced.event().wire_bytes = stats.wire_bytes;
+                              traced.event().algorithm = "reduce_scatter";
+                              traced.event().codec = "none";
+                            }
+                          });
+}
+
+void GradSync::submit_allreduce(int b) {
+  BucketRun& run = *runs_[static_cast<std::size_t>(b)];
+  const engine::Bucket& bucket = plan_.buckets[static_cast<std::size_t>(b)];
   compress::CodecSpec codec = options_.policy.choose(run.name, bucket.elements, run.shape, step_);
   compress::CompressedAllreduceOptions call{.codec = codec,
                                             .name = run.name,
@@ -172,7 +328,12 @@ GradSyncStats GradSync::finish() {
     ensure_plan();
     unused = tracker_->unready_params();
     for (int p : unused) unused_[static_cast<std::size_t>(p)] = 1;
-    for (int bucket : tracker_->complete_unready()) launch(bucket);
+    std::vector<int> launchable = tracker_->complete_unready();
+    if (options_.zero_stage == 1) {
+      for (int bucket = 0; bucket < static_cast<int>(runs_.size()); ++bucket) launch(bucket);
+    } else {
+      for (int bucket : launchable) launch(bucket);
+    }
   }
   for (auto& run : runs_) run->work.wait();
   stats.exposed_seconds = seconds_since(start);
@@ -181,7 +342,7 @@ GradSyncStats GradSync::finish() {
   for (std::size_t b = 0; b < runs_.size(); ++b) {
     const engine::Bucket& bucket = plan_.buckets[b];
     BucketRun& run = *runs_[b];
-    for (std::size_t i = 0; i < bucket.params.size(); ++i) {
+    for (std::size_t i = 0; i < bucket.params.size() && options_.zero_stage == 0; ++i) {
       const Param& p = params_[static_cast<std::size_t>(bucket.params[i])];
       if (p.count > 0) std::memcpy(p.grad, run.buffer.data() + bucket.offsets[i], static_cast<std::size_t>(p.count) * sizeof(float));
     }
@@ -301,7 +462,7 @@ std::vector<engine::ParamInfo> GradSync::param_infos() const {
 }
 
 GradSyncSnapshot GradSync::snapshot() const {
-  GradSyncSnapshot snapshot{.step = step_, .compression_state = state_.serialize()};
+  GradSyncSnapshot snapshot{.step = step_, .compression_state = state_.serialize(), .zero_stage = options_.zero_stage};
   if (planned_) {
     for (const engine::Bucket& bucket : plan_.buckets) {
       snapshot.bucket_order.insert(snapshot.bucket_order.end(), bucket.params.begin(), bucket.params.end());
@@ -314,6 +475,10 @@ void GradSync::restore(const GradSyncSnapshot& snapshot) {
   ErrorContext context{.rank = comm_.rank(), .op = "GradSync::restore"};
   if (step_ != 0 || planned_) throw InvalidArgument(context, "restore() must come before the first step");
   if (snapshot.step < 0) throw InvalidArgument(context, fmt::format("negative step {}", snapshot.step));
+  if (snapshot.zero_stage != options_.zero_stage) {
+    throw InvalidArgument(context, fmt::format("snapshot taken with zero_stage {}, this GradSync has zero_stage {}",
+                                               snapshot.zero_stage, options_.zero_stage));
+  }
   if (!snapshot.bucket_order.empty()) {
     MutexLock lock(mu_);
     ensure_plan();  // for the byte cap, which depends only on the parameters

@@ -53,6 +53,7 @@
 #include "braid/compress/compressed_allreduce.h"
 #include "braid/compress/compression_policy.h"
 #include "braid/engine/bucket_plan.h"
+#include "braid/engine/shard_layout.h"
 
 namespace braid {
 
@@ -103,11 +104,19 @@ struct BucketShard {
 };
 
 namespace engine {
-// The shard of `rank` in a bucket of `elements` floats over `world_size` ranks, through
-// shard_layout.h (one flat buffer, alignment = element size, so the buffer's offsets are the
-// bucket's). Pure; InvalidArgument for world_size < 1, rank outside [0, world_size) or a
-// negative count.
+// ZeRO's view of a bucket plan (shard_layout.h): bucket b is group b, its parameters in bucket
+// order, 4-byte elements aligned to 4 bytes, so flat buffer b holds bucket b's parameters at
+// exactly the plan's offsets and buffers[b].shard_pieces says which parameter elements every
+// rank's gradient shard holds (what the optimizer maps its state onto). The layout's parameter
+// j is the j-th parameter of the plan in bucket order, not parameter id j: name it through
+// params[j].name, or map back through plan.buckets. Pure; InvalidArgument for world_size < 1.
+ShardLayout bucket_shard_layout(const BucketPlan& plan, int world_size);
+// The shard of `rank` in a bucket of `elements` floats over `world_size` ranks: shard =
+// ceil(elements / world_size) (the layout's S with alignment 4 for floats), padded = world_size x
+// shard. Pure; InvalidArgument for world_size < 1, rank outside [0, world_size) or a negative count.
 BucketShard bucket_shard(std::int64_t elements, int world_size, int rank);
+// The same from flat buffer `buffer` of a layout (the one GradSync uses).
+BucketShard bucket_shard(const FlatBuffer& buffer, int rank);
 }  // namespace engine
 
 // What a training checkpoint needs to resume GradSync exactly where it stopped: the step (the
@@ -170,6 +179,8 @@ class GradSync {
   bool sync_enabled() const { return sync_; }
 
   const engine::BucketPlan& plan() const { return plan_; }
+  // ZeRO: bucket_shard_layout(plan(), size()), built with the plan. Empty for zero_stage 0.
+  const engine::ShardLayout& shard_layout() const { return layout_; }
   // Error-feedback residuals and PowerSGD factors: part of a training checkpoint. Cleared when
   // the buckets are rebuilt (their shapes change).
   compress::CompressionState& compression_state() { return state_; }
@@ -189,6 +200,10 @@ class GradSync {
     compress::Shape shape;
   };
   struct BucketRun;  // one bucket's buffer and its in-flight allreduce
+  void check_options() const;
+  void check_zero_bucket(int bucket, const char* op) const;
+  void submit_allreduce(int bucket);
+  void submit_reduce_scatter(int bucket);
 
   void ensure_plan() BRAID_REQUIRES(mu_);
   std::vector<engine::ParamInfo> param_infos() const;
@@ -202,6 +217,7 @@ class GradSync {
   GradSyncOptions options_;
   std::vector<Param> params_;
   engine::BucketPlan plan_;
+  engine::ShardLayout layout_;  // ZeRO only
   Mutex mu_;  // serialises concurrent mark_ready calls (launching buckets) and the tracker
   std::unique_ptr<engine::ReadinessTracker> tracker_ BRAID_GUARDED_BY(mu_);
   std::vector<std::unique_ptr<BucketRun>> runs_;
