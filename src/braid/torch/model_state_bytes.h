@@ -16,9 +16,17 @@
 
 namespace braid::torch {
 
+struct ModelStateBytes {
+  std::int64_t parameters = 0;
+  std::int64_t gradients = 0;
+  std::int64_t master = 0;           // ZeRO: the fp32 master shards and their gradients
+  std::int64_t optimizer_state = 0;
+  std::int64_t total() const { return parameters + gradients + master + optimizer_state; }
+};
+
 std::int64_t tensor_bytes(const ::torch::Tensor& tensor);  // 0 for an undefined tensor
 std::int64_t optimizer_state_bytes(::torch::optim::Optimizer& optimizer);
 // Each parameter and its gradient, plus the optimizer's state (null: none).
-std::int64_t model_state_bytes(const std::vector<::torch::Tensor>& params, ::torch::optim::Optimizer* optimizer);
+ModelStateBytes model_state_bytes(const std::vector<::torch::Tensor>& params, ::torch::optim::Optimizer* optimizer);
 
 }  // namespace braid::torch

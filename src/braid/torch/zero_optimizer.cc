@@ -10,7 +10,6 @@
 #include "braid/base/error.h"
 #include "braid/collectives/async_collectives.h"
 #include "braid/collectives/collectives.h"
-#include "braid/torch/model_state_bytes.h"
 
 namespace braid::torch {
 namespace {
@@ -147,10 +146,10 @@ double ZeroOptimizer::clip_grad_norm(double max_norm) {
   return norm;
 }
 
-std::int64_t ZeroOptimizer::model_state_bytes() {
-  std::int64_t total = torch::model_state_bytes(ddp_.parameters(), inner_.get());
-  for (const Shard& s : shards_) total += tensor_bytes(s.master) + tensor_bytes(s.master.grad());
-  return total;
+ModelStateBytes ZeroOptimizer::model_state_bytes() {
+  ModelStateBytes bytes = torch::model_state_bytes(ddp_.parameters(), inner_.get());
+  for (const Shard& s : shards_) bytes.master += tensor_bytes(s.master) + tensor_bytes(s.master.grad());
+  return bytes;
 }
 
 std::int64_t ZeroOptimizer::communication_buffer_bytes() const {

@@ -47,6 +47,7 @@
 #include <vector>
 
 #include "braid/torch/distributed_data_parallel.h"
+#include "braid/torch/model_state_bytes.h"
 
 namespace braid::torch {
 
@@ -74,7 +75,7 @@ class ZeroOptimizer {
   // This rank's parameters + gradients (the model's, whole) + master shards and their gradients
   // + the inner optimizer's state, in bytes (model_state_bytes.h). The allgather's bucket
   // buffers (communication staging, like GradSync's) are in communication_buffer_bytes().
-  std::int64_t model_state_bytes();
+  ModelStateBytes model_state_bytes();
   std::int64_t communication_buffer_bytes() const;
 
   ::torch::optim::Optimizer& inner() { return *inner_; }

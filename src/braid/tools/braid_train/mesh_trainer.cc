@@ -324,7 +324,9 @@ RunSummary MeshTrainer::run() {
   }
   summary.steps = step_;
   summary.step_losses = step_losses_;
-  summary.model_state_bytes = torch::model_state_bytes(stage_model_->parameters(), optimizer_.get());  // this stage's
+  torch::ModelStateBytes state = torch::model_state_bytes(stage_model_->parameters(), optimizer_.get());  // this stage's
+  summary.model_state = {.parameters = state.parameters, .gradients = state.gradients,
+                         .optimizer_state = state.optimizer_state};
   finish_run(world_, config_, summary, *full_, data_->classification());
   return summary;
 }

@@ -226,8 +226,10 @@ RunSummary Trainer::run() {
   }
   summary.steps = step_;
   summary.step_losses = step_losses_;
-  summary.model_state_bytes = zero_ ? zero_->model_state_bytes()
-                                    : torch::model_state_bytes(ddp_->parameters(), optimizer_.get());
+  torch::ModelStateBytes state = zero_ ? zero_->model_state_bytes()
+                                        : torch::model_state_bytes(ddp_->parameters(), optimizer_.get());
+  summary.model_state = {.parameters = state.parameters, .gradients = state.gradients, .master = state.master,
+                         .optimizer_state = state.optimizer_state};
   finish_run(comm_, config_, summary, *model_, data_->classification());
   return summary;
 }
