@@ -35,8 +35,8 @@
 // steps its own shard and allgathers the parameters; GradSync does neither.
 //
 // Thread-safety: add_param, finish, set_sync, plan_buckets, bucket_shard, shard_gradient from
-// one thread (the training loop); mark_ready
-// may be called from any thread (autograd's hooks), concurrently. The buffers registered must
+// one thread (the training loop); mark_ready may be called from any thread (autograd's hooks),
+// concurrently. The buffers registered must
 // stay valid and unmodified between mark_ready and finish.
 #pragma once
 
@@ -84,8 +84,8 @@ struct GradSyncOptions {
   //
   // Memory per bucket of E elements on n ranks, S = ceil(E / n) (shard_layout.h): the full
   // padded buffer of n x S floats stays allocated for the plan's lifetime, because it is the
-  // reduce-scatter's send buffer (and the ring algorithm reduces in it), plus one S-float shard
-  // buffer that receives the result. Neither stage 1 nor stage 2 frees the full buffers: the
+  // reduce-scatter's send buffer (the gradients are copied into it at launch), plus one S-float
+  // shard buffer that receives the result. Neither stage 1 nor stage 2 frees the full buffers: the
   // engine keeps one per bucket so that buckets in flight at once never share a staging buffer.
   // What stage 2 saves over stage 1 is time (overlap), not engine memory; the gradient memory
   // ZeRO-2 saves in DeepSpeed is the full .grad tensors, and with LibTorch those are autograd's
@@ -127,7 +127,9 @@ struct GradSyncSnapshot {
   std::int64_t step = 0;
   std::vector<int> bucket_order;            // parameters in bucket order; empty before planning
   std::vector<std::byte> compression_state; // CompressionState::serialize()
-  int zero_stage = 0;                       // GradSyncOptions::zero_stage; restore() requires equal
+  // GradSyncOptions::zero_stage; restore() requires equal (a caller rebuilding a snapshot from
+  // a checkpoint file must set it: the default 0 is DDP's).
+  int zero_stage = 0;
 };
 
 // One synchronised step.
@@ -159,7 +161,8 @@ class GradSync {
   void mark_ready(int param);
 
   // Launches the remaining buckets, waits for all, writes the averages back (ZeRO: into the
-  // shards, shard_gradient) and returns the step's figures. Rethrows a bucket's error. See the file comment for unused parameters.
+  // shards, shard_gradient) and returns the step's figures. Rethrows a bucket's error. See the
+  // file comment for unused parameters.
   GradSyncStats finish();
 
   // Builds the bucket plan now (otherwise built at the first mark_ready or finish), so that a
