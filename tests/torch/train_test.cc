@@ -736,7 +736,8 @@ TEST(DistributedDataParallelTest, UnusedParametersFailByDefaultAndAreZeroWhenAll
 
 // ZeroOptimizer used directly (tests/torch/programs/ddp_scenarios.cc "zero-vs-ddp"), with a
 // parameter forward never touches (allow_unused: its gradient counts as zero), buckets of a
-// few hundred bytes (so they split and pad), on 1-4 ranks: SGD with momentum, Adam and AdamW
+// few hundred bytes (so they split and pad) or one per parameter (on 3 ranks a 4-float bias
+// leaves one rank an empty shard), on 1-4 ranks: SGD with momentum, Adam and AdamW
 // (weight decay moves the unused parameter too) under stages 1 and 2 end bit for bit where DDP
 // with the same torch optimizer ends (same reasoning as ZeroTrainTest); with clipping within
 // 1e-6 (the norm is summed in another order: a few ulps of the scale, over 3 steps of
@@ -747,7 +748,7 @@ TEST(ZeroOptimizerTest, MatchesDdpWithUnusedParametersEveryOptimizerAndStage) {
     EXPECT_FALSE(r.timed_out);
     ASSERT_EQ(r.count("PASS zero-vs-ddp"), ranks) << r.output;
     std::vector<std::string> lines = r.lines_with("ZERO ");
-    ASSERT_EQ(lines.size(), std::size_t(ranks) * 12) << r.output;
+    ASSERT_EQ(lines.size(), std::size_t(ranks) * 24) << r.output;
     for (const std::string& line : lines) {
       double difference = std::stod(line.substr(line.find("difference ") + 11));
       if (line.find("clip 0 ") != std::string::npos) {

@@ -29,7 +29,9 @@ std::vector<Piece> pieces_of(const engine::Bucket& bucket, const BucketShard& sh
     int id = bucket.params[slot];
     std::int64_t first = bucket.offsets[slot], last = first + params[static_cast<std::size_t>(id)].numel();
     std::int64_t lo = std::max(first, shard.begin), hi = std::min(last, shard.end);
-    if (lo < hi) pieces.push_back({.param = id, .param_offset = lo - first, .shard_offset = lo - shard.begin, .count = hi - lo});
+    if (lo < hi) {
+      pieces.push_back({.param = id, .param_offset = lo - first, .shard_offset = lo - shard.begin, .count = hi - lo});
+    }
   }
   return pieces;
 }
@@ -55,8 +57,9 @@ ZeroOptimizer::ZeroOptimizer(DistributedDataParallel& ddp, const OptimizerFactor
     Shard s{.layout = sync.bucket_shard(b)};
     s.master = ::torch::empty({s.layout.end - s.layout.begin}, ::torch::kFloat32);
     for (const Piece& piece : pieces_of(sync.plan().buckets[static_cast<std::size_t>(b)], s.layout, params)) {
+      const ::torch::Tensor& p = params[static_cast<std::size_t>(piece.param)];
       s.master.slice(0, piece.shard_offset, piece.shard_offset + piece.count)
-          .copy_(flat(params[static_cast<std::size_t>(piece.param)]).slice(0, piece.param_offset, piece.param_offset + piece.count));
+          .copy_(flat(p).slice(0, piece.param_offset, piece.param_offset + piece.count));
     }
     s.master.set_requires_grad(true);
     s.master.mutable_grad() = ::torch::zeros_like(s.master);
@@ -80,8 +83,9 @@ void ZeroOptimizer::load_gradients() {
     // Element i of the shard is bucket element rank x shard + i; the real part starts at begin.
     std::int64_t skip = s.layout.begin - rank * s.layout.shard;
     BRAID_CHECK(skip >= 0 && skip + real <= static_cast<std::int64_t>(averaged.size()), Mismatch,
-                {.rank = rank, .op = "ZeroOptimizer::step"}, "bucket {}: shard [{}, {}) outside the {} gradient floats of rank {}", b, s.layout.begin, s.layout.end,
-                averaged.size(), rank);
+                {.rank = rank, .op = "ZeroOptimizer::step"},
+                "bucket {}: shard [{}, {}) outside the {} gradient floats of rank {}", b, s.layout.begin,
+                s.layout.end, averaged.size(), rank);
     std::copy_n(averaged.data() + skip, real, s.master.mutable_grad().data_ptr<float>());
   }
   gradients_loaded_ = true;
