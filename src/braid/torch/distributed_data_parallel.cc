@@ -73,7 +73,10 @@ void DistributedDataParallel::register_gradients() {
   sync_ = std::make_unique<GradSync>(comm_, GradSyncOptions{.bucket_cap = options_.bucket_cap,
                                                             .policy = options_.policy,
                                                             .allow_unused = options_.allow_unused,
-                                                            .trace = options_.trace});
+                                                            // ZeRO's shards are laid out on the first plan
+                                                            .rebuild_buckets = options_.zero_stage == 0,
+                                                            .trace = options_.trace,
+                                                            .zero_stage = options_.zero_stage});
   for (std::size_t i = 0; i < params_.size(); ++i) {
     ::torch::Tensor& p = params_[i];
     p.mutable_grad() = ::torch::zeros_like(p, ::torch::MemoryFormat::Contiguous);
@@ -108,6 +111,8 @@ void DistributedDataParallel::check_gradients_in_place() const {
   }
 }
 
+// With zero_stage > 0 GradSync's finish() writes nothing back into the gradients: the averaged
+// shards stay in GradSync for the ZeroOptimizer.
 GradSyncStats DistributedDataParallel::synchronize() {
   check_gradients_in_place();
   if (!options_.overlap && sync_->sync_enabled()) {

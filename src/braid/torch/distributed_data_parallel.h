@@ -28,6 +28,14 @@
 // no_sync() accumulates gradients locally (gradient accumulation), as in PyTorch.
 // Buffers (e.g. BatchNorm running statistics) are broadcast from rank 0 at the end of every
 // synchronize() when broadcast_buffers is on, so every replica evaluates with rank 0's.
+//
+// ZeRO stages 1 and 2 (zero_stage > 0, docs/zero.md): GradSync reduce-scatters each bucket
+// instead of allreducing it, and synchronize() leaves the gradients as they are (this rank's
+// local, unaveraged sums): the averaged gradient exists only as this rank's shards, in
+// GradSync (shard_gradient). Step with a ZeroOptimizer (zero_optimizer.h), never with a plain
+// torch optimizer over the parameters. Stage 1 reduce-scatters every bucket in synchronize();
+// stage 2 as each bucket becomes ready during backward (with overlap on). Buckets are never
+// rebuilt (the optimizer's shards are laid out on the first plan), and compression is refused.
 #pragma once
 
 #include <torch/torch.h>
@@ -49,6 +57,9 @@ struct DdpOptions {
   bool allow_unused = false;            // a parameter without a gradient counts as zero
   bool broadcast_buffers = true;        // rank 0's buffers to every rank after each step
   trace::TraceRecorder* trace = nullptr;  // records every bucket's allreduce
+  // 0: DDP (allreduce). 1 or 2: ZeRO's gradient side (see the file comment); requires the
+  // default policy (no compression): InvalidArgument from GradSync otherwise.
+  int zero_stage = 0;
 };
 
 class DistributedDataParallel {
@@ -73,6 +84,12 @@ class DistributedDataParallel {
   void broadcast_buffers();
 
   GradSync& grad_sync() { return *sync_; }
+  const GradSync& grad_sync() const { return *sync_; }
+  Communicator& communicator() { return comm_; }
+  const DdpOptions& options() const { return options_; }
+  // The parameters GradSync averages (those requiring gradients), in registration order: the
+  // index of a parameter here is its GradSync id.
+  const std::vector<::torch::Tensor>& parameters() const { return params_; }
   std::int64_t parameter_count() const;
 
  private:

@@ -3,17 +3,24 @@
 //   braid-torch-rank unused-param       a parameter forward never touches (error by default)
 //   braid-torch-rank unused-allowed     the same with allow_unused: trains, replicas agree
 //   braid-torch-rank replaced-grad      the user swaps a gradient tensor: refused
+//   braid-torch-rank zero-vs-ddp        ZeroOptimizer (stages 1, 2; SGD, Adam, AdamW; with and
+//                                       without clipping) against DDP + the same torch optimizer,
+//                                       with an unused parameter: "ZERO ... difference D" lines
+//   braid-torch-rank zero-without-stage ZeroOptimizer over a DDP with zero_stage 0: refused
 // Prints "PASS <scenario>" or the braid::Error ("ERROR <kind>: <message>") and exits 0 either
 // way: the error is the scenario's result, and a rank exiting non-zero would make braid-run stop
 // the others before they print theirs.
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <memory>
 #include <string>
 
 #include "braid/base/error.h"
 #include "braid/comm/communicator.h"
 #include "braid/torch/distributed_data_parallel.h"
+#include "braid/torch/zero_optimizer.h"
 
 namespace {
 
@@ -44,6 +51,59 @@ void train_steps(braid::torch::DistributedDataParallel& ddp, TwoLayers& model, i
   }
 }
 
+std::unique_ptr<torch::optim::Optimizer> make_optimizer(const std::string& name, std::vector<torch::Tensor> params) {
+  if (name == "sgd") return std::make_unique<torch::optim::SGD>(std::move(params), torch::optim::SGDOptions(0.1).momentum(0.9));
+  if (name == "adam") return std::make_unique<torch::optim::Adam>(std::move(params), torch::optim::AdamOptions(0.01));
+  return std::make_unique<torch::optim::AdamW>(std::move(params), torch::optim::AdamWOptions(0.01).weight_decay(0.1));
+}
+
+// One backward of `model` on this rank's data of `step` (the same for both models).
+void backward(TwoLayers& model, int rank, int step) {
+  torch::manual_seed(100 + rank * 10 + step);
+  model.forward(torch::randn({4, 8})).pow(2).mean().backward();
+}
+
+// Three steps of DDP + `optimizer` and of ZeroOptimizer(stage, optimizer) from the same
+// parameters; returns the largest parameter difference at the end.
+// cap "0.0005" MiB: buckets of up to 131 floats, fc1.weight (128) alone and the rest shared,
+// padded on 3 and 4 ranks; "0.00001": every parameter its own bucket, so on 3 ranks the 4-float
+// biases leave rank 2 an empty shard (all padding).
+double zero_against_ddp(braid::Communicator& comm, const std::string& cap, int stage, const std::string& optimizer,
+                        double clip) {
+  auto reference = std::make_shared<TwoLayers>(16, false);
+  auto sharded = std::make_shared<TwoLayers>(16, false);
+  braid::torch::DistributedDataParallel ddp(comm, reference, {.bucket_cap = cap, .allow_unused = true});
+  braid::torch::DistributedDataParallel zero_ddp(comm, sharded,
+                                                 {.bucket_cap = cap, .allow_unused = true, .zero_stage = stage});
+  {
+    torch::NoGradGuard no_grad;  // the same start (each DDP broadcast its own rank 0's)
+    for (std::size_t i = 0; i < reference->parameters().size(); ++i) {
+      sharded->parameters()[i].copy_(reference->parameters()[i]);
+    }
+  }
+  std::unique_ptr<torch::optim::Optimizer> opt = make_optimizer(optimizer, reference->parameters());
+  braid::torch::ZeroOptimizer zero(zero_ddp, [&](std::vector<torch::Tensor> shards) {
+    return make_optimizer(optimizer, std::move(shards));
+  });
+  for (int step = 0; step < 3; ++step) {
+    ddp.zero_grad();
+    backward(*reference, comm.rank(), step);
+    ddp.synchronize();
+    if (clip > 0) torch::nn::utils::clip_grad_norm_(reference->parameters(), clip);
+    opt->step();
+    zero.zero_grad();
+    backward(*sharded, comm.rank(), step);
+    zero_ddp.synchronize();
+    if (clip > 0) zero.clip_grad_norm(clip);
+    zero.step();
+  }
+  double worst = 0;
+  for (std::size_t i = 0; i < reference->parameters().size(); ++i) {
+    worst = std::max(worst, (reference->parameters()[i] - sharded->parameters()[i]).abs().max().item<double>());
+  }
+  return worst;
+}
+
 void run(braid::Communicator& comm, const std::string& scenario) {
   torch::manual_seed(comm.rank() + 1);  // different initialisations: DDP must broadcast rank 0's
   if (scenario == "mismatched-model") {
@@ -54,6 +114,23 @@ void run(braid::Communicator& comm, const std::string& scenario) {
     braid::torch::DistributedDataParallel ddp(comm, model, {.allow_unused = scenario == "unused-allowed"});
     train_steps(ddp, *model, comm.rank(), 3);
     std::printf("DIGEST %.9g\n", model->fc1->weight.sum().item<double>());
+  } else if (scenario == "zero-vs-ddp") {
+    for (const char* cap : {"0.0005", "0.00001"}) {
+      for (int stage : {1, 2}) {
+        for (const char* optimizer : {"sgd", "adam", "adamw"}) {
+          for (double clip : {0.0, 0.05}) {
+            double difference = zero_against_ddp(comm, cap, stage, optimizer, clip);
+            std::printf("ZERO cap %s stage %d %s clip %g difference %.9g\n", cap, stage, optimizer, clip, difference);
+          }
+        }
+      }
+    }
+  } else if (scenario == "zero-without-stage") {
+    auto model = std::make_shared<TwoLayers>(16, true);
+    braid::torch::DistributedDataParallel ddp(comm, model);
+    braid::torch::ZeroOptimizer zero(ddp, [](std::vector<torch::Tensor> shards) {
+      return std::make_unique<torch::optim::SGD>(std::move(shards), 0.1);
+    });
   } else if (scenario == "replaced-grad") {
     auto model = std::make_shared<TwoLayers>(16, true);
     braid::torch::DistributedDataParallel ddp(comm, model);

@@ -21,6 +21,7 @@
 #include "braid/torch/distributed_data_parallel.h"
 #include "braid/torch/distributed_sampler.h"
 #include "braid/torch/gradient_clipping.h"
+#include "braid/torch/model_state_bytes.h"
 #include "braid/torch/sequential_stage.h"
 #include "braid/torch/tensor_dtype.h"
 #include "braid/torch/tensor_parallel_rng.h"
@@ -326,6 +327,9 @@ RunSummary MeshTrainer::run() {
   }
   summary.steps = step_;
   summary.step_losses = step_losses_;
+  torch::ModelStateBytes state = torch::model_state_bytes(stage_model_->parameters(), optimizer_.get());  // this stage's
+  summary.model_state = {.parameters = state.parameters, .gradients = state.gradients,
+                         .optimizer_state = state.optimizer_state};
   finish_run(world_, config_, summary, *full_, data_->classification());
   return summary;
 }

@@ -51,7 +51,8 @@ std::string TrainConfig::fingerprint(int world) const {
   return fmt::format("model={} world={} batch={} accumulate={} optimizer={} lr={} compress={} min-elements={} "
                      "warmup={} bucket-mb={} seed={} train-samples={}{}{}",
                      model, world, batch, accumulate, optimizer, learning_rate(), compress, compress_min_elements,
-                     warmup_steps, bucket_mb, seed, train_samples, gpt_part(*this), pipeline_part(*this));
+                     warmup_steps, bucket_mb, seed, train_samples, gpt_part(*this), pipeline_part(*this)) +
+         (zero > 0 ? fmt::format(" zero={}", zero) : "");
 }
 
 void add_train_flags(CLI::App& app, TrainConfig& c) {
@@ -117,6 +118,10 @@ void add_train_flags(CLI::App& app, TrainConfig& c) {
       ->capture_default_str();
   app.add_option("--schedule", c.schedule, "pipeline schedule: gpipe | 1f1b | interleaved:V | zb1 (alias zb-h1)")
       ->capture_default_str();
+  app.add_option("--zero", c.zero,
+                 "ZeRO stage: 0 (DDP), 1 (optimizer state sharded, gradients reduce-scattered after backward), 2 (as 1, "
+                 "each bucket reduce-scattered during backward)")
+      ->capture_default_str();
 }
 
 namespace {
@@ -171,6 +176,25 @@ void validate_gpt_size(const TrainConfig& c) {
   if (!(std::isfinite(c.clip_grad) && c.clip_grad >= 0)) bad(fmt::format("--clip-grad {}: must be a finite number >= 0", c.clip_grad));
 }
 
+// --zero: stages 1 and 2 on the data-parallel trainer; what they do not support yet is refused
+// rather than silently run as DDP.
+void validate_zero(const TrainConfig& c) {
+  auto bad = [&c](const std::string& detail) {
+    throw InvalidArgument({.op = "braid-train --zero"}, fmt::format("--zero {}: {}", c.zero, detail));
+  };
+  if (c.zero < 0 || c.zero > 3) bad("the stage must be 0, 1, 2 or 3");
+  if (c.zero == 0) return;
+  if (c.zero == 3) bad("stage 3 is not implemented yet (parameters sharded between steps); use --zero 1 or 2");
+  if (c.uses_mesh()) {
+    bad("with --tp, --pp or --dropout (the mesh trainer) is not implemented yet; ZeRO runs on the data-parallel "
+        "trainer");
+  }
+  if (c.compress != "none") bad(fmt::format("with --compress {}: ZeRO reduce-scatters uncompressed gradients", c.compress));
+  if (!c.checkpoint_dir.empty() || c.resumes()) {
+    bad("with --checkpoint-dir or --resume: sharded checkpoints are not implemented yet (they come next)");
+  }
+}
+
 }  // namespace
 
 void validate(const TrainConfig& c, int world) {
@@ -185,6 +209,7 @@ void validate(const TrainConfig& c, int world) {
                     c.pp, c.tp, world));
   }
   validate_gpt_size(c);
+  validate_zero(c);
   validate_tensor_parallel(c);
   if (c.uses_mesh()) validate_mesh(c, world);
   if (c.batch % (world * c.accumulate) != 0 && !c.uses_mesh()) {

@@ -91,5 +91,28 @@ TEST(TrainConfig, FingerprintCoversWhatShapesTheTrajectoryButNotItsLength) {
   EXPECT_NE(a.fingerprint(2), b.fingerprint(2));
 }
 
+// --zero: 0-2 accepted on the data-parallel trainer (with --overlap on or off, --clip-grad,
+// --accumulate); what is not implemented yet is refused naming the flags.
+TEST(TrainConfig, ZeroStagesAndWhatTheyRefuse) {
+  for (const char* stage : {"0", "1", "2"}) {
+    EXPECT_EQ(error_of(parse({"--zero", stage, "--accumulate", "2", "--clip-grad", "1", "--overlap", "off"}), 4), "");
+  }
+  EXPECT_EQ(parse({"--zero", "2"}).zero, 2);
+  EXPECT_NE(parse({"--zero", "1"}).fingerprint(2), parse({}).fingerprint(2));
+  EXPECT_EQ(parse({}).fingerprint(2).find("zero"), std::string::npos);  // DDP checkpoints keep their fingerprint
+  auto refused = [](std::vector<std::string> flags, const std::string& message) {
+    std::string error = error_of(parse(std::move(flags)), 4);
+    EXPECT_NE(error.find(message), std::string::npos) << error;
+  };
+  refused({"--zero", "3"}, "--zero 3: stage 3 is not implemented yet");
+  refused({"--zero", "-1"}, "--zero -1: the stage must be 0, 1, 2 or 3");
+  refused({"--model", "gpt", "--zero", "1", "--tp", "2"}, "--zero 1: with --tp, --pp or --dropout");
+  refused({"--model", "gpt", "--zero", "1", "--pp", "2"}, "--zero 1: with --tp, --pp or --dropout");
+  refused({"--model", "gpt", "--zero", "2", "--dropout", "0.1"}, "--zero 2: with --tp, --pp or --dropout");
+  refused({"--zero", "1", "--compress", "int8"}, "--zero 1: with --compress int8");
+  refused({"--zero", "1", "--checkpoint-dir", "ckpt"}, "sharded checkpoints are not implemented yet");
+  refused({"--zero", "2", "--checkpoint-dir", "ckpt", "--resume-if-present"}, "with --checkpoint-dir or --resume");
+}
+
 }  // namespace
 }  // namespace braid::train

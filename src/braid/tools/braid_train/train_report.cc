@@ -55,6 +55,10 @@ std::string summary_table(const RunSummary& s, bool classification) {
   }
   out += fmt::format("{} optimizer steps; final parameters identical on every rank (crc32c {:08x}); BLAS: {}\n",
                      s.steps, s.parameter_digest, s.blas);
+  out += fmt::format("model states {} per rank (rank 0: parameters, gradients, optimizer state{}){}\n",
+                     megabytes(static_cast<std::uint64_t>(s.model_state.total())),
+                     s.zero_stage > 0 ? ", master shards" : "",
+                     s.zero_stage > 0 ? fmt::format("; ZeRO stage {}", s.zero_stage) : "");
   return out;
 }
 
@@ -99,6 +103,12 @@ nlohmann::json to_json(const RunSummary& s, const TrainConfig& c) {
           {"parameter_digest", fmt::format("{:08x}", s.parameter_digest)},
           {"mesh", {{"dp", s.world / (c.pp * c.tp)}, {"pp", c.pp}, {"tp", c.tp}, {"sp", c.sequence_parallel}}},
           {"step_losses", s.step_losses},
+          {"zero_stage", s.zero_stage},
+          {"model_state_bytes", s.model_state.total()},
+          {"model_state", {{"parameters", s.model_state.parameters},
+                           {"gradients", s.model_state.gradients},
+                           {"master", s.model_state.master},
+                           {"optimizer_state", s.model_state.optimizer_state}}},
           {"epochs", epochs}};
 }
 

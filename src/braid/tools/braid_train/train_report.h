@@ -56,6 +56,14 @@ struct RunSummary {
   std::uint32_t parameter_digest = 0;  // CRC32C of the final parameters (identical on every rank)
   bool resumed = false;
   std::vector<double> step_losses;     // each step's training loss (mean over the batch), this run's steps
+  int zero_stage = 0;                  // --zero
+  // Rank 0's parameters + gradients + optimizer state (ZeRO: + master shards), in bytes, at the
+  // end of the run (torch/model_state_bytes.h, which this torch-free header mirrors): what
+  // ZeRO's stages shard.
+  struct ModelState {
+    std::int64_t parameters = 0, gradients = 0, master = 0, optimizer_state = 0;
+    std::int64_t total() const { return parameters + gradients + master + optimizer_state; }
+  } model_state;
 };
 
 // "epoch 2: train loss 0.412  test accuracy 85.31%  1843 samples/s  communication 23% ..."

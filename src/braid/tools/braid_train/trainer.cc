@@ -13,6 +13,8 @@
 #include "braid/torch/checkpoint.h"
 #include "braid/torch/distributed_data_parallel.h"
 #include "braid/torch/distributed_sampler.h"
+#include "braid/torch/model_state_bytes.h"
+#include "braid/torch/zero_optimizer.h"
 #include "braid/trace/trace_recorder.h"
 #include "braid/tools/braid_train/blas_runtime.h"
 #include "braid/tools/braid_train/models.h"
@@ -45,9 +47,10 @@ class Trainer {
   const TrainConfig& config_;
   std::unique_ptr<TrainingData> data_;
   std::shared_ptr<TrainModel> model_;
-  std::unique_ptr<::torch::optim::Optimizer> optimizer_;
+  std::unique_ptr<::torch::optim::Optimizer> optimizer_;  // DDP (--zero 0)
   std::unique_ptr<trace::TraceRecorder> trace_;
   std::unique_ptr<torch::DistributedDataParallel> ddp_;
+  std::unique_ptr<torch::ZeroOptimizer> zero_;             // --zero 1 or 2, over ddp_
   std::unique_ptr<torch::DistributedSampler> sampler_;
   std::int64_t rank_batch_ = 0, steps_per_epoch_ = 0, total_steps_ = 0, step_ = 0;
   torch::TrainingPosition start_;
@@ -61,14 +64,21 @@ void Trainer::set_up() {
   data_ = load_training_data(config_);
   ::torch::manual_seed(config_.seed);  // every rank builds the same model; DDP still broadcasts rank 0's
   model_ = make_model(model_spec(config_, data_->vocabulary(), nullptr));  // no dropout: that is the mesh trainer's
-  optimizer_ = make_optimizer(config_, model_->parameters());
   if (!config_.trace_dir.empty()) {
     trace_ = std::make_unique<trace::TraceRecorder>(trace::TraceOptions{.rank = comm_.rank(), .output_dir = config_.trace_dir});
   }
   ddp_ = std::make_unique<torch::DistributedDataParallel>(
       comm_, model_,
       torch::DdpOptions{.bucket_cap = config_.bucket_mb, .policy = make_policy(config_), .overlap = config_.overlap,
-                        .trace = trace_.get()});
+                        .trace = trace_.get(), .zero_stage = config_.zero});
+  // ZeRO: the optimizer steps this rank's flat shards (its state is 1/n of DDP's); the same
+  // elementwise update as over the whole parameters.
+  if (config_.zero > 0) {
+    zero_ = std::make_unique<torch::ZeroOptimizer>(
+        *ddp_, [this](std::vector<::torch::Tensor> shards) { return make_optimizer(config_, std::move(shards)); });
+  } else {
+    optimizer_ = make_optimizer(config_, model_->parameters());
+  }
   sampler_ = std::make_unique<torch::DistributedSampler>(data_->train_size(), comm_.size(), comm_.rank(),
                                                          torch::SamplerOptions{.seed = config_.seed});
   rank_batch_ = config_.batch / comm_.size();
@@ -131,9 +141,15 @@ double Trainer::train_step(std::span<const std::int64_t> indices, EpochFigures& 
   step_losses_.push_back(check_loss_is_finite(comm_, config_, loss_sum, step_ + 1) / comm_.size());
   {
     trace::ComputeScope update(trace_.get(), "optimizer");
-    // The gradients are whole and averaged on every rank: the local norm is the global one.
-    if (config_.clip_grad > 0) ::torch::nn::utils::clip_grad_norm_(model_->parameters(), config_.clip_grad);
-    optimizer_->step();
+    if (zero_) {
+      // Each rank holds its shard of the averaged gradient: the norm is summed over the shards.
+      if (config_.clip_grad > 0) zero_->clip_grad_norm(config_.clip_grad);
+      zero_->step();
+    } else {
+      // The gradients are whole and averaged on every rank: the local norm is the global one.
+      if (config_.clip_grad > 0) ::torch::nn::utils::clip_grad_norm_(model_->parameters(), config_.clip_grad);
+      optimizer_->step();
+    }
   }
   if (trace_) trace_->step(static_cast<int>(step_ + 1));
   figures.step_seconds += seconds_since(start);
@@ -200,7 +216,8 @@ RunSummary Trainer::run() {
                                 start_.step, start_.epoch + 1, start_.batch_in_epoch));
   RunSummary summary{.model = config_.model, .world = comm_.size(), .threads = config_.threads,
                      .parameters = ddp_->parameter_count(), .compress = config_.compress, .overlap = config_.overlap,
-                     .blas = blas_description(), .data = data_->describe(), .resumed = resumed_};
+                     .blas = blas_description(), .data = data_->describe(), .resumed = resumed_,
+                     .zero_stage = config_.zero};
   for (std::int64_t epoch = start_.epoch; step_ < total_steps_; ++epoch) {
     EpochFigures figures{.epoch = epoch + 1};
     train_epoch(epoch, epoch == start_.epoch ? start_.batch_in_epoch : 0, figures);
@@ -209,6 +226,10 @@ RunSummary Trainer::run() {
   }
   summary.steps = step_;
   summary.step_losses = step_losses_;
+  torch::ModelStateBytes state = zero_ ? zero_->model_state_bytes()
+                                        : torch::model_state_bytes(ddp_->parameters(), optimizer_.get());
+  summary.model_state = {.parameters = state.parameters, .gradients = state.gradients, .master = state.master,
+                         .optimizer_state = state.optimizer_state};
   finish_run(comm_, config_, summary, *model_, data_->classification());
   return summary;
 }
