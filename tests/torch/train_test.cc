@@ -377,19 +377,61 @@ class ZeroTrainTest : public MeshTrainTest {
   std::int64_t state(const std::string& name, const std::string& part) const {
     return json(name)["model_state"][part].get<std::int64_t>();
   }
-  // ZeRO's model states on rank 0 against DDP's: the same parameters and gradients; the
-  // optimizer state is rank 0's share (its real elements: at most ceil(E / n) of each bucket's E,
-  // at least E / n rounded down, so within n x buckets elements of 1/n); the master shards and
-  // their gradients are 2 x 4 bytes per element of that share.
+  // ZeRO's model states on rank 0 against DDP's (torch/zero_optimizer.h, flat parameters): the
+  // same gradients; the parameters are the flat tensors, DDP's plus the padding (at most n - 1
+  // floats per bucket); the optimizer state is rank 0's share (its real elements: at most
+  // ceil(E / n) of each bucket's E, at least E / n rounded down, so within n x buckets elements
+  // of 1/n); no master copy.
   void expect_sharded_state(const std::string& zero, const std::string& ddp, int ranks, int state_floats) const {
-    EXPECT_EQ(state(zero, "parameters"), state(ddp, "parameters")) << zero;
+    EXPECT_GE(state(zero, "parameters"), state(ddp, "parameters")) << zero;
+    EXPECT_LE(state(zero, "parameters"), state(ddp, "parameters") + 4 * ranks * 64) << zero;
     EXPECT_EQ(state(zero, "gradients"), state(ddp, "gradients")) << zero;
     double share = double(state(ddp, "optimizer_state")) / ranks;
     EXPECT_NEAR(double(state(zero, "optimizer_state")), share, 4.0 * state_floats * ranks * 64) << zero;
-    EXPECT_EQ(state(zero, "master") * state_floats, 2 * state(zero, "optimizer_state")) << zero;
+    EXPECT_EQ(state(zero, "master"), 0) << zero;
     EXPECT_EQ(json(zero)["model_state_bytes"].get<std::int64_t>(),
               state(zero, "parameters") + state(zero, "gradients") + state(zero, "master") +
                   state(zero, "optimizer_state"));
+  }
+  // braid-plan memory's model states per rank (plan/memory.h) for the model of the DDP run `ddp`
+  // (its parameter count), fp32 weights and gradients and `optimizer_bytes` of state per
+  // parameter (no master copy: fp32 training steps the parameters themselves).
+  double planned_model_state(const std::string& ddp, int ranks, int zero, int optimizer_bytes) const {
+    ToolResult plan = run_tool("braid-plan", fmt::format("memory --params {} --dtype fp32 --optimizer-bytes {} --dp {} "
+                                                         "--zero {} --json",
+                                                         state(ddp, "parameters") / 4, optimizer_bytes, ranks, zero));
+    EXPECT_EQ(plan.exit_code, 0) << plan.output;
+    nlohmann::json report = nlohmann::json::parse(plan.output);
+    for (const nlohmann::json& section : report["sections"]) {
+      for (const nlohmann::json& result : section["results"]) {
+        if (result["name"] == "model_state_bytes") return result["value"].get<double>();
+      }
+    }
+    ADD_FAILURE() << "no model_state_bytes in\n" << plan.output;
+    return 0;
+  }
+  // Issue 19: the model states counted from the real allocations are braid-plan's within 2%.
+  // The systematic differences are the flat parameters' padding (at most n - 1 floats per
+  // bucket) and rank 0's shard rounding up (ceil(E / n) of each bucket's E), both below 0.1% of
+  // these models. Stage 2 is the exception, on purpose not hidden: the planner divides the
+  // gradients by n (the ZeRO paper's model), braid keeps LibTorch's whole .grad tensors
+  // (docs/zero.md "What stage 2 saves"), so it is checked equal to the planner's stage 1, and
+  // the planner's stage 2 plus the unsharded gradients, 4 (1 - 1/n) bytes per parameter.
+  void expect_planned_model_state(const std::string& name, const std::string& ddp, int ranks, int zero,
+                                  int optimizer_bytes) const {
+    double measured = double(json(name)["model_state_bytes"].get<std::int64_t>());
+    double planned = planned_model_state(ddp, ranks, zero, optimizer_bytes);
+    double params = double(state(ddp, "parameters")) / 4;
+    std::printf("%s: model states %.0f bytes on rank 0, braid-plan %.0f (%+.3f%%)\n", name.c_str(), measured, planned,
+                100 * (measured - planned) / planned);
+    if (zero < 2) {
+      EXPECT_NEAR(measured, planned, 0.02 * planned) << name;
+      return;
+    }
+    double stage1 = planned_model_state(ddp, ranks, 1, optimizer_bytes);
+    EXPECT_NEAR(measured, stage1, 0.02 * stage1) << name;
+    double unsharded_gradients = 4 * params * (1 - 1.0 / ranks);
+    EXPECT_NEAR(measured - unsharded_gradients, planned, 0.02 * planned) << name;
   }
 };
 
@@ -415,13 +457,14 @@ TEST_F(ZeroTrainTest, StagesOneAndTwoTrainTheMlpToDdpsParametersBitForBit) {
       EXPECT_EQ(json(name)["step_losses"], json(ddp)["step_losses"]) << name;
       expect_sharded_state(name, ddp, ranks, 1);  // SGD: one momentum float per element
     }
+    for (int zero : {0, 1, 2}) expect_planned_model_state(fmt::format("mlp-{}-{}.json", ranks, zero), ddp, ranks, zero, 4);
   }
 }
 
 // The GPT with Adam (two state floats per element), 3 steps, one bucket: bit for bit as above.
-// Model states per parameter: DDP 16 bytes (parameter, gradient, two moments); ZeRO 8 + 16 / n
-// (the moments sharded, plus the fp32 master shard and its gradient, 8 / n): equal to DDP's on
-// 2 ranks, below it from 3 on (13.3 on 3, 12 on 4).
+// Model states per parameter: DDP 16 bytes (parameter, gradient, two moments); ZeRO 8 + 8 / n
+// (the moments sharded; the shards are the flat parameters' own memory, no master copy): below
+// DDP's from 2 ranks on (12 on 2, 10.7 on 3, 10 on 4); and braid-plan's within 2%.
 TEST_F(ZeroTrainTest, StagesOneAndTwoTrainTheTransformerWithAdamToDdpsParametersBitForBit) {
   std::vector<std::string> common = {"--model", "gpt", "--steps", "3", "--batch", "24", "--train-samples", "96",
                                      "--context", "16", "--optimizer", "adam", "--accumulate", "2"};
@@ -440,11 +483,12 @@ TEST_F(ZeroTrainTest, StagesOneAndTwoTrainTheTransformerWithAdamToDdpsParameters
       std::printf("%s: model states %lld bytes on rank 0, DDP's %lld\n", name.c_str(),
                   static_cast<long long>(json(name)["model_state_bytes"].get<std::int64_t>()),
                   static_cast<long long>(json(ddp)["model_state_bytes"].get<std::int64_t>()));
-      if (ranks >= 3) {
+      if (ranks >= 2) {
         EXPECT_LT(json(name)["model_state_bytes"].get<std::int64_t>(), json(ddp)["model_state_bytes"].get<std::int64_t>())
             << name;
       }
     }
+    for (int zero : {0, 1, 2}) expect_planned_model_state(fmt::format("gpt-{}-{}.json", ranks, zero), ddp, ranks, zero, 8);
   }
 }
 
@@ -741,7 +785,8 @@ TEST(DistributedDataParallelTest, UnusedParametersFailByDefaultAndAreZeroWhenAll
 // (weight decay moves the unused parameter too) under stages 1 and 2 end bit for bit where DDP
 // with the same torch optimizer ends (same reasoning as ZeroTrainTest); with clipping within
 // 1e-6 (the norm is summed in another order: a few ulps of the scale, over 3 steps of
-// parameters ~0.3).
+// parameters ~0.3). Every run also checks the flat layout (ddp_scenarios.cc flat_faults): the
+// parameters and the inner shards are views of the flat tensors, and the padding is exactly 0.0.
 TEST(ZeroOptimizerTest, MatchesDdpWithUnusedParametersEveryOptimizerAndStage) {
   for (int ranks : {1, 2, 3, 4}) {
     LaunchResult r = ddp_scenario(ranks, "zero-vs-ddp");
@@ -750,6 +795,7 @@ TEST(ZeroOptimizerTest, MatchesDdpWithUnusedParametersEveryOptimizerAndStage) {
     std::vector<std::string> lines = r.lines_with("ZERO ");
     ASSERT_EQ(lines.size(), std::size_t(ranks) * 24) << r.output;
     for (const std::string& line : lines) {
+      EXPECT_NE(line.find(" flat-faults 0 "), std::string::npos) << line;
       double difference = std::stod(line.substr(line.find("difference ") + 11));
       if (line.find("clip 0 ") != std::string::npos) {
         EXPECT_EQ(difference, 0.0) << line;

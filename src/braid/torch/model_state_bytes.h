@@ -19,7 +19,7 @@ namespace braid::torch {
 struct ModelStateBytes {
   std::int64_t parameters = 0;
   std::int64_t gradients = 0;
-  std::int64_t master = 0;           // ZeRO: the fp32 master shards and their gradients
+  std::int64_t master = 0;           // an fp32 master copy (0 for ZeroOptimizer: fp32 needs none)
   std::int64_t optimizer_state = 0;
   std::int64_t total() const { return parameters + gradients + master + optimizer_state; }
 };

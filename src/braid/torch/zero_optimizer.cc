@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
 #include <cmath>
 #include <exception>
 
@@ -14,29 +13,18 @@
 namespace braid::torch {
 namespace {
 
-// The part of one parameter that falls into this rank's real shard [begin, end) of a bucket.
-struct Piece {
-  int param;
-  std::int64_t param_offset;  // element offset inside the parameter
-  std::int64_t shard_offset;  // element offset inside the master shard
-  std::int64_t count;
-};
-
-std::vector<Piece> pieces_of(const engine::Bucket& bucket, const BucketShard& shard,
-                             const std::vector<::torch::Tensor>& params) {
-  std::vector<Piece> pieces;
+// Moves bucket `bucket`'s parameters into `flat` (at the plan's offsets) and points each
+// parameter's data at its view of it. set_data keeps the parameter object (its autograd meta:
+// the .grad tensor GradSync reads, the accumulator DDP hooks), so only the values move.
+void flatten_into(const ::torch::Tensor& flat, const engine::Bucket& bucket,
+                  const std::vector<::torch::Tensor>& params) {
   for (std::size_t slot = 0; slot < bucket.params.size(); ++slot) {
-    int id = bucket.params[slot];
-    std::int64_t first = bucket.offsets[slot], last = first + params[static_cast<std::size_t>(id)].numel();
-    std::int64_t lo = std::max(first, shard.begin), hi = std::min(last, shard.end);
-    if (lo < hi) {
-      pieces.push_back({.param = id, .param_offset = lo - first, .shard_offset = lo - shard.begin, .count = hi - lo});
-    }
+    const ::torch::Tensor& p = params[static_cast<std::size_t>(bucket.params[slot])];
+    ::torch::Tensor view = flat.narrow(0, bucket.offsets[slot], p.numel());
+    view.copy_(p.detach().reshape({-1}));
+    p.set_data(view.view(p.sizes()));
   }
-  return pieces;
 }
-
-::torch::Tensor flat(const ::torch::Tensor& t) { return t.detach().view({-1}); }
 
 }  // namespace
 
@@ -50,24 +38,22 @@ ZeroOptimizer::ZeroOptimizer(DistributedDataParallel& ddp, const OptimizerFactor
   }
   GradSync& sync = ddp_.grad_sync();
   sync.plan_buckets();
-  const std::vector<::torch::Tensor>& params = ddp_.parameters();
-  std::vector<::torch::Tensor> masters;
+  std::vector<::torch::Tensor> owned;
   ::torch::NoGradGuard no_grad;
   for (int b = 0; b < static_cast<int>(sync.plan().buckets.size()); ++b) {
     Shard s{.layout = sync.bucket_shard(b)};
-    s.master = ::torch::empty({s.layout.end - s.layout.begin}, ::torch::kFloat32);
-    for (const Piece& piece : pieces_of(sync.plan().buckets[static_cast<std::size_t>(b)], s.layout, params)) {
-      const ::torch::Tensor& p = params[static_cast<std::size_t>(piece.param)];
-      s.master.slice(0, piece.shard_offset, piece.shard_offset + piece.count)
-          .copy_(flat(p).slice(0, piece.param_offset, piece.param_offset + piece.count));
-    }
-    s.master.set_requires_grad(true);
-    s.master.mutable_grad() = ::torch::zeros_like(s.master);
-    s.gathered = ::torch::zeros({s.layout.padded}, ::torch::kFloat32);
-    masters.push_back(s.master);
+    s.flat = ::torch::zeros({s.layout.padded}, ::torch::kFloat32);
+    flatten_into(s.flat, sync.plan().buckets[static_cast<std::size_t>(b)], ddp_.parameters());
+    // detach(): a leaf of its own (the optimizer's parameter) sharing the flat storage, so the
+    // inner step writes into the model's parameters.
+    s.owned = s.flat.narrow(0, s.layout.begin, s.layout.end - s.layout.begin).detach();
+    BRAID_CHECK(s.owned.data_ptr<float>() == s.flat.data_ptr<float>() + s.layout.begin, Mismatch, context,
+                "bucket {}: the shard is not a view of the flat parameters", b);
+    s.owned.set_requires_grad(true);
+    owned.push_back(s.owned);
     shards_.push_back(std::move(s));
   }
-  inner_ = make_inner(std::move(masters));
+  inner_ = make_inner(std::move(owned));
   if (!inner_) throw InvalidArgument(context, "the optimizer factory returned no optimizer");
 }
 
@@ -78,7 +64,7 @@ void ZeroOptimizer::load_gradients() {
   for (std::size_t b = 0; b < shards_.size(); ++b) {
     Shard& s = shards_[b];
     std::int64_t real = s.layout.end - s.layout.begin;
-    if (real == 0) continue;
+    if (real == 0) continue;  // an all-padding shard: no gradient, the optimizer skips it
     std::span<const float> averaged = sync.shard_gradient(static_cast<int>(b));
     // Element i of the shard is bucket element rank x shard + i; the real part starts at begin.
     std::int64_t skip = s.layout.begin - rank * s.layout.shard;
@@ -86,7 +72,11 @@ void ZeroOptimizer::load_gradients() {
                 {.rank = rank, .op = "ZeroOptimizer::step"},
                 "bucket {}: shard [{}, {}) outside the {} gradient floats of rank {}", b, s.layout.begin,
                 s.layout.end, averaged.size(), rank);
-    std::copy_n(averaged.data() + skip, real, s.master.mutable_grad().data_ptr<float>());
+    // The gradient is GradSync's receive buffer itself, re-viewed every step (so it follows the
+    // engine's buffer wherever it is). GradSync hands it out read-only because it does not read
+    // it back; the memory is its own non-const vector, and the only writer here is
+    // clip_grad_norm's scaling, before the next launch overwrites it.
+    s.owned.mutable_grad() = ::torch::from_blob(const_cast<float*>(averaged.data() + skip), {real}, ::torch::kFloat32);
   }
   gradients_loaded_ = true;
 }
@@ -104,12 +94,11 @@ void ZeroOptimizer::gather_parameters() {
   std::vector<Work> works;
   for (Shard& s : shards_) {
     if (s.layout.shard == 0) continue;  // an empty bucket, on every rank alike
-    float* gathered = s.gathered.data_ptr<float>();
-    std::copy_n(s.master.data_ptr<float>(), s.master.numel(), gathered + s.layout.begin);  // the padding stays 0
-    // In place: this rank's contribution already sits at rank x shard.
-    works.push_back(iallgather(comm, gathered + rank * s.layout.shard, gathered, s.layout.shard, DType::kF32));
+    // In place on the parameters: this rank's updated shard already sits at rank x shard.
+    float* flat = s.flat.data_ptr<float>();
+    works.push_back(iallgather(comm, flat + rank * s.layout.shard, flat, s.layout.shard, DType::kF32));
   }
-  // Every allgather must be over before its buffer is read or freed, also when one failed.
+  // Every allgather must be over before the parameters are read, also when one failed.
   std::exception_ptr failure;
   for (Work& work : works) {
     try {
@@ -119,16 +108,6 @@ void ZeroOptimizer::gather_parameters() {
     }
   }
   if (failure) std::rethrow_exception(failure);
-  ::torch::NoGradGuard no_grad;
-  const engine::BucketPlan& plan = ddp_.grad_sync().plan();
-  const std::vector<::torch::Tensor>& params = ddp_.parameters();
-  for (std::size_t b = 0; b < shards_.size(); ++b) {
-    const engine::Bucket& bucket = plan.buckets[b];
-    for (std::size_t slot = 0; slot < bucket.params.size(); ++slot) {
-      const ::torch::Tensor& p = params[static_cast<std::size_t>(bucket.params[slot])];
-      flat(p).copy_(shards_[b].gathered.slice(0, bucket.offsets[slot], bucket.offsets[slot] + p.numel()));
-    }
-  }
 }
 
 void ZeroOptimizer::zero_grad() { ddp_.zero_grad(); }
@@ -137,7 +116,7 @@ double ZeroOptimizer::clip_grad_norm(double max_norm) {
   load_gradients();
   double squares = 0;
   for (const Shard& s : shards_) {
-    if (s.master.numel() > 0) squares += s.master.grad().to(::torch::kFloat64).square().sum().item<double>();
+    if (s.owned.grad().defined()) squares += s.owned.grad().to(::torch::kFloat64).square().sum().item<double>();
   }
   allreduce(ddp_.communicator(), &squares, &squares, 1, DType::kF64, ReduceOp::kSum);
   double norm = std::sqrt(squares);
@@ -145,21 +124,18 @@ double ZeroOptimizer::clip_grad_norm(double max_norm) {
   double scale = max_norm / (norm + 1e-6);
   if (scale < 1) {
     ::torch::NoGradGuard no_grad;
-    for (Shard& s : shards_) s.master.mutable_grad().mul_(scale);
+    for (Shard& s : shards_) {
+      if (s.owned.grad().defined()) s.owned.mutable_grad().mul_(scale);
+    }
   }
   return norm;
 }
 
 ModelStateBytes ZeroOptimizer::model_state_bytes() {
   ModelStateBytes bytes = torch::model_state_bytes(ddp_.parameters(), inner_.get());
-  for (const Shard& s : shards_) bytes.master += tensor_bytes(s.master) + tensor_bytes(s.master.grad());
+  bytes.parameters = 0;  // the flat tensors, padding included
+  for (const Shard& s : shards_) bytes.parameters += tensor_bytes(s.flat);
   return bytes;
-}
-
-std::int64_t ZeroOptimizer::communication_buffer_bytes() const {
-  std::int64_t total = 0;
-  for (const Shard& s : shards_) total += tensor_bytes(s.gathered);
-  return total;
 }
 
 }  // namespace braid::torch

@@ -15,25 +15,38 @@
 //     opt.step();                 // steps this rank's shards, allgathers the parameters
 //   }
 //
-// Per bucket of the GradSync plan (padded to n x shard elements, rank r owning [r x shard,
-// (r+1) x shard), engine/grad_sync.h BucketShard) it holds this rank's fp32 master shard: a
-// flat copy of the parameter elements it owns (the real ones, [begin, end)). The inner
-// optimizer, made by the factory, steps those shards, so its state is 1/n of what it would be
-// over the whole model. That is exact for any optimizer whose update is elementwise (SGD with
-// momentum, Adam, AdamW, ...: each element's new value depends on that element's parameter,
-// gradient and state only), so stepping a flat shard equals stepping the parameters; it is NOT
-// for one that mixes elements (LBFGS, per-tensor norms such as LAMB's), which must not be used.
-// Parameter groups are not supported: one group over every shard (its options are the factory's).
+// Flat parameters (FSDP's flat_param, Zhao et al. 2023; DeepSpeed's fp32 ZeRO path): at
+// construction every bucket's parameters are copied into one flat fp32 tensor of `padded`
+// floats, at the GradSync plan's offsets (the layout GradSync reduce-scatters, engine/
+// grad_sync.h BucketShard: rank r owns [r x shard, (r+1) x shard), of which [begin, end) are
+// real elements), and each parameter's data is pointed at its view of that tensor (set_data:
+// the parameter objects, their .grad tensors, DDP's hooks and GradSync's registered gradient
+// buffers are unchanged; only where the parameter values live moves). This rank's shard is then
+// a contiguous range of the parameters' own memory: the inner optimizer, made by the factory,
+// steps one leaf tensor per bucket over [begin, end) of the flat tensor (a detach()ed narrow,
+// writing through), so there is no fp32 master copy (for fp32 training the parameters are the
+// master) and the optimizer state is 1/n of what it would be over the whole model. That is
+// exact for any optimizer whose update is elementwise (SGD with momentum, Adam, AdamW, ...:
+// each element's new value depends on that element's parameter, gradient and state only), so
+// stepping a flat shard equals stepping the parameters; it is NOT for one that mixes elements
+// (LBFGS, per-tensor norms such as LAMB's), which must not be used. Parameter groups are not
+// supported: one group over every shard (its options are the factory's). The padding (the tail
+// of the last rank's shard, past the bucket's elements) is outside every stepped range, so it
+// stays exactly 0 whatever the optimizer (weight decay included).
 //
-// step(): each shard's gradient := GradSync's averaged shard (its real part), the inner step,
-// then every bucket's updated shard is allgathered (all buckets in flight, then one wait) into
-// a padded bucket buffer, from which each parameter copies its elements back (the plan's
-// offsets). Every rank ends with identical parameters.
+// step(): each shard's .grad is set to GradSync's averaged shard itself (a from_blob view of the
+// reduce-scatter's receive buffer, its real part: no copy and no gradient memory of our own;
+// valid from finish() until the next step's first launch, which is as long as step() needs),
+// the inner step writes the new values straight into this rank's range of the parameters, then
+// each bucket's flat tensor is allgathered in place (send = recv + rank x shard; all buckets in
+// flight, then one wait). No staging buffer, no copy back: every rank ends with identical
+// parameters.
 //
 // Checkpoints: state()/load_state() of the sharded optimizer are not implemented yet; sharded
 // checkpoints (each rank saving its shards, resharding n -> m with engine/shard_layout.h) are
-// the next step. Construct the ZeroOptimizer after any parameters are loaded: the master
-// shards are copied from the parameters at construction.
+// the next step. Construct the ZeroOptimizer after any parameters are loaded and do not
+// replace the parameters' data afterwards (set_data, load): the flat tensors are built from the
+// parameters at construction and the parameters must stay views of them.
 //
 // Thread-safety: one thread (the training loop). Collective: every rank of the DDP's
 // communicator constructs it, and calls step() and clip_grad_norm() at the same points.
@@ -55,7 +68,8 @@ using OptimizerFactory = std::function<std::unique_ptr<::torch::optim::Optimizer
 
 class ZeroOptimizer {
  public:
-  // Builds the bucket plan now (GradSync::plan_buckets) and copies the master shards. Throws
+  // Builds the bucket plan now (GradSync::plan_buckets) and moves the parameters into the flat
+  // tensors. Throws
   // InvalidArgument when the DDP's zero_stage is not 1 or 2 or the factory returns null.
   ZeroOptimizer(DistributedDataParallel& ddp, const OptimizerFactory& make_inner);
   ZeroOptimizer(const ZeroOptimizer&) = delete;
@@ -72,25 +86,32 @@ class ZeroOptimizer {
   // and nothing is scaled. REQUIRES: as step(), before it. Collective.
   double clip_grad_norm(double max_norm);
 
-  // This rank's parameters + gradients (the model's, whole) + master shards and their gradients
-  // + the inner optimizer's state, in bytes (model_state_bytes.h). The allgather's bucket
-  // buffers (communication staging, like GradSync's) are in communication_buffer_bytes().
+  // This rank's parameters (the flat tensors, padding included: at most n - 1 floats per bucket
+  // more than the model's elements) + gradients (the model's .grad, whole) + the inner
+  // optimizer's state (this rank's shards), in bytes (model_state_bytes.h); master is 0 (there
+  // is none). The shards' gradients are GradSync's receive buffers, counted with its buffers.
   ModelStateBytes model_state_bytes();
-  std::int64_t communication_buffer_bytes() const;
+  // What ZeroOptimizer adds for communication: 0, the allgather runs in place on the flat
+  // parameters (GradSync's own buffers, a padded send buffer and a shard per bucket, are the
+  // engine's).
+  std::int64_t communication_buffer_bytes() const { return 0; }
 
   ::torch::optim::Optimizer& inner() { return *inner_; }
-  // The master shard of bucket b (this rank's real elements, flat).
-  const ::torch::Tensor& master_shard(int bucket) const { return shards_.at(static_cast<std::size_t>(bucket)).master; }
+  // Bucket b's parameters, flat ([padded] floats; every parameter of the bucket is a view of it).
+  const ::torch::Tensor& flat_parameters(int bucket) const { return at(bucket).flat; }
+  // The inner optimizer's parameter for bucket b: [begin, end) of flat_parameters(b).
+  const ::torch::Tensor& shard(int bucket) const { return at(bucket).owned; }
   int stage() const { return ddp_.options().zero_stage; }
 
  private:
   struct Shard {
     BucketShard layout;
-    ::torch::Tensor master;    // [end - begin] fp32, its .grad() the averaged gradient
-    ::torch::Tensor gathered;  // [padded] fp32: every rank's shard after the allgather
+    ::torch::Tensor flat;   // [padded] fp32: the bucket's parameters at the plan's offsets, 0 padding
+    ::torch::Tensor owned;  // [end - begin]: a leaf over flat's [begin, end), .grad GradSync's shard
   };
 
-  void load_gradients();  // once per step: GradSync's shards into the masters' gradients
+  const Shard& at(int bucket) const { return shards_.at(static_cast<std::size_t>(bucket)); }
+  void load_gradients();  // once per step: GradSync's shards become the owned shards' gradients
   void gather_parameters();
 
   DistributedDataParallel& ddp_;

@@ -63,13 +63,39 @@ void backward(TwoLayers& model, int rank, int step) {
   model.forward(torch::randn({4, 8})).pow(2).mean().backward();
 }
 
+struct ZeroOutcome {
+  double difference = 0;  // the largest parameter difference from DDP's
+  int flat_faults = 0;    // parameters or shards not viewing the flat tensors, padding not 0.0
+};
+
+// ZeroOptimizer's flat layout after training: each parameter is a view of its bucket's flat
+// tensor at the plan's offset, each inner shard a view at [begin, end), and the padding past the
+// bucket's elements is still exactly 0.0 (no optimizer, weight decay included, moved it).
+int flat_faults(const braid::torch::ZeroOptimizer& zero, braid::torch::DistributedDataParallel& ddp) {
+  const braid::engine::BucketPlan& plan = ddp.grad_sync().plan();
+  int faults = 0;
+  for (int b = 0; b < static_cast<int>(plan.buckets.size()); ++b) {
+    const braid::engine::Bucket& bucket = plan.buckets[static_cast<std::size_t>(b)];
+    const torch::Tensor& flat = zero.flat_parameters(b);
+    const float* base = flat.data_ptr<float>();
+    for (std::size_t slot = 0; slot < bucket.params.size(); ++slot) {
+      const torch::Tensor& p = ddp.parameters()[static_cast<std::size_t>(bucket.params[slot])];
+      if (p.data_ptr<float>() != base + bucket.offsets[slot]) ++faults;
+    }
+    braid::BucketShard layout = ddp.grad_sync().bucket_shard(b);
+    if (layout.end > layout.begin && zero.shard(b).data_ptr<float>() != base + layout.begin) ++faults;
+    faults += static_cast<int>(flat.slice(0, bucket.elements).ne(0).sum().item<std::int64_t>());
+  }
+  return faults;
+}
+
 // Three steps of DDP + `optimizer` and of ZeroOptimizer(stage, optimizer) from the same
-// parameters; returns the largest parameter difference at the end.
+// parameters: the largest parameter difference at the end and the flat layout's faults.
 // cap "0.0005" MiB: buckets of up to 131 floats, fc1.weight (128) alone and the rest shared,
 // padded on 3 and 4 ranks; "0.00001": every parameter its own bucket, so on 3 ranks the 4-float
 // biases leave rank 2 an empty shard (all padding).
-double zero_against_ddp(braid::Communicator& comm, const std::string& cap, int stage, const std::string& optimizer,
-                        double clip) {
+ZeroOutcome zero_against_ddp(braid::Communicator& comm, const std::string& cap, int stage,
+                             const std::string& optimizer, double clip) {
   auto reference = std::make_shared<TwoLayers>(16, false);
   auto sharded = std::make_shared<TwoLayers>(16, false);
   braid::torch::DistributedDataParallel ddp(comm, reference, {.bucket_cap = cap, .allow_unused = true});
@@ -101,7 +127,7 @@ double zero_against_ddp(braid::Communicator& comm, const std::string& cap, int s
   for (std::size_t i = 0; i < reference->parameters().size(); ++i) {
     worst = std::max(worst, (reference->parameters()[i] - sharded->parameters()[i]).abs().max().item<double>());
   }
-  return worst;
+  return {.difference = worst, .flat_faults = flat_faults(zero, zero_ddp)};
 }
 
 void run(braid::Communicator& comm, const std::string& scenario) {
@@ -119,8 +145,9 @@ void run(braid::Communicator& comm, const std::string& scenario) {
       for (int stage : {1, 2}) {
         for (const char* optimizer : {"sgd", "adam", "adamw"}) {
           for (double clip : {0.0, 0.05}) {
-            double difference = zero_against_ddp(comm, cap, stage, optimizer, clip);
-            std::printf("ZERO cap %s stage %d %s clip %g difference %.9g\n", cap, stage, optimizer, clip, difference);
+            ZeroOutcome outcome = zero_against_ddp(comm, cap, stage, optimizer, clip);
+            std::printf("ZERO cap %s stage %d %s clip %g flat-faults %d difference %.9g\n", cap, stage, optimizer, clip,
+                        outcome.flat_faults, outcome.difference);
           }
         }
       }

@@ -57,7 +57,7 @@ std::string summary_table(const RunSummary& s, bool classification) {
                      s.steps, s.parameter_digest, s.blas);
   out += fmt::format("model states {} per rank (rank 0: parameters, gradients, optimizer state{}){}\n",
                      megabytes(static_cast<std::uint64_t>(s.model_state.total())),
-                     s.zero_stage > 0 ? ", master shards" : "",
+                     s.model_state.master > 0 ? ", master shards" : "",
                      s.zero_stage > 0 ? fmt::format("; ZeRO stage {}", s.zero_stage) : "");
   return out;
 }
