@@ -62,6 +62,18 @@ TEST(BraidPlanToolTest, VolumeReproducesTheSeedsDataParallelNumber) {
   EXPECT_TRUE(contains(text.output, "279.73 GB")) << text.output;
 }
 
+// --optimizer-bytes' default is Adam's: 12 bytes in mixed precision (an fp32 master copy + m + v),
+// 8 with --dtype fp32, where the fp32 weights are the master (docs/zero.md, ZeroOptimizer's flat
+// parameters); an explicit value wins either way.
+TEST(BraidPlanToolTest, Fp32AdamHasNoMasterCopy) {
+  EXPECT_DOUBLE_EQ(result_value(run_json("memory --params 1M --dp 2 --zero 1"), "optimizer_bytes"), 6e6);
+  EXPECT_DOUBLE_EQ(result_value(run_json("memory --params 1M --dtype fp32 --dp 2 --zero 1"), "optimizer_bytes"), 4e6);
+  EXPECT_DOUBLE_EQ(result_value(run_json("memory --params 1M --dtype fp32 --dp 2 --zero 1"), "model_state_bytes"), 12e6);
+  EXPECT_DOUBLE_EQ(
+      result_value(run_json("memory --params 1M --dtype fp32 --optimizer-bytes 12 --dp 2 --zero 1"), "optimizer_bytes"),
+      6e6);
+}
+
 TEST(BraidPlanToolTest, ExplainSubstitutesTheNumbers) {
   ToolResult kv = run_tool("kv --model llama-70b --tokens 2048 --explain");
   ASSERT_EQ(kv.exit_code, 0) << kv.output;

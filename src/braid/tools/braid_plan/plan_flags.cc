@@ -54,8 +54,8 @@ void add_layout_flags(CLI::App& app, LayoutFlags& f) {
 void add_precision_flags(CLI::App& app, PrecisionFlags& f) {
   app.add_option("--dtype", f.dtype, "weight and gradient precision (fp32, bf16, fp16, fp8)")->capture_default_str();
   app.add_option("--activation-dtype", f.activation_dtype, "activation precision")->capture_default_str();
-  app.add_option("--optimizer-bytes", f.optimizer_bytes, "optimizer bytes per parameter (Adam mixed precision: 12)")
-      ->capture_default_str();
+  app.add_option("--optimizer-bytes", f.optimizer_bytes,
+                 "optimizer bytes per parameter (default Adam's: 12 mixed precision, 8 with --dtype fp32)");
   app.add_option("--overlap", f.overlap, "share of backward that DP communication can hide behind (0..1)")
       ->capture_default_str();
 }
@@ -124,9 +124,11 @@ StepOptions options_from(const PrecisionFlags& f) {
   StepOptions o;
   o.weight_bytes = o.grad_bytes = precision_bytes(f.dtype, "--dtype");
   o.activation_bytes = precision_bytes(f.activation_dtype, "--activation-dtype");
-  require_range("--optimizer-bytes", f.optimizer_bytes, 0, 64);
+  // fp32 training steps the fp32 weights themselves: no master copy (4 of the 12 bytes).
+  const double optimizer_bytes = f.optimizer_bytes.value_or(f.dtype == "fp32" ? 8 : 12);
+  require_range("--optimizer-bytes", optimizer_bytes, 0, 64);
   require_range("--overlap", f.overlap, 0, 1);
-  o.optimizer_bytes = f.optimizer_bytes;
+  o.optimizer_bytes = optimizer_bytes;
   o.overlap = f.overlap;
   return o;
 }

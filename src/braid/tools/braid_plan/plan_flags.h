@@ -43,7 +43,9 @@ struct LayoutFlags {
 struct PrecisionFlags {
   std::string dtype = "bf16";        // weights and gradients
   std::string activation_dtype = "bf16";
-  double optimizer_bytes = 12;
+  // Adam's state per parameter; unset: 12 in mixed precision (fp32 master + m + v), 8 with
+  // --dtype fp32 (m + v: the fp32 weights are the master, there is no copy; docs/zero.md).
+  std::optional<double> optimizer_bytes;
   double overlap = 1.0;
 };
 
