@@ -48,8 +48,8 @@ int scenario_victim(Communicator& comm, const Args&) {
   auto out = std::make_unique<std::uint8_t[]>(kBytes);
   auto in = std::make_unique<std::uint8_t[]>(kBytes);
   std::memset(out.get(), 1, kBytes);
-  comm.barrier();
   if (me == victim) {
+    comm.barrier();
     std::vector<Work> work;
     for (int peer = 0; peer < victim; ++peer) work.push_back(comm.isend(out.get(), kBytes, DType::kU8, peer, 1));
     work.front().test();  // some bytes are on their way
@@ -57,6 +57,9 @@ int scenario_victim(Communicator& comm, const Args&) {
   }
   auto start = std::chrono::steady_clock::now();
   try {
+    // Inside the try: the victim may leave the barrier (and die) before a survivor has received
+    // its last barrier message, and then the survivor notices the loss right here.
+    comm.barrier();
     Work sending = comm.isend(out.get(), kBytes, DType::kU8, victim, 2);  // the victim never receives it
     for (int i = 0; i < 1000; ++i) comm.recv(in.get(), kBytes, DType::kU8, victim, 1);
     sending.wait();
