@@ -110,6 +110,13 @@ void ZeroOptimizer::gather_parameters() {
   if (failure) std::rethrow_exception(failure);
 }
 
+std::uint64_t ZeroOptimizer::gather_wire_bytes() const {
+  std::uint64_t bytes = 0;
+  const auto peers = static_cast<std::uint64_t>(ddp_.communicator().size() - 1);
+  for (const Shard& s : shards_) bytes += peers * static_cast<std::uint64_t>(s.layout.shard) * sizeof(float);
+  return bytes;
+}
+
 void ZeroOptimizer::zero_grad() { ddp_.zero_grad(); }
 
 double ZeroOptimizer::clip_grad_norm(double max_norm) {

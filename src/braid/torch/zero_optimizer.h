@@ -95,6 +95,10 @@ class ZeroOptimizer {
   // parameters (GradSync's own buffers, a padded send buffer and a shard per bucket, are the
   // engine's).
   std::int64_t communication_buffer_bytes() const { return 0; }
+  // The bytes this rank sends per step() for the parameter allgathers, counted as GradSync
+  // counts its reduce-scatters (algorithm bytes: (n-1) x shard x 4 per bucket), so that a
+  // step's gradient and parameter traffic together read as DDP's allreduce (plus padding).
+  std::uint64_t gather_wire_bytes() const;
 
   ::torch::optim::Optimizer& inner() { return *inner_; }
   // Bucket b's parameters, flat ([padded] floats; every parameter of the bucket is a view of it).

@@ -155,7 +155,7 @@ double Trainer::train_step(std::span<const std::int64_t> indices, EpochFigures& 
   figures.step_seconds += seconds_since(start);
   figures.communication_seconds += stats.communication_seconds;
   figures.exposed_seconds += stats.exposed_seconds;
-  figures.wire_bytes += stats.wire.wire_bytes;
+  figures.wire_bytes += stats.wire.wire_bytes + (zero_ ? zero_->gather_wire_bytes() : 0);  // ZeRO: + the allgather
   figures.dense_wire_bytes += stats.wire.dense_wire_bytes;
   figures.payload_bytes += stats.wire.payload_bytes;
   figures.fp32_bytes += stats.wire.elements * sizeof(float);
