@@ -22,6 +22,7 @@ import torch.multiprocessing as mp
 import torch.nn as nn
 import torch.nn.functional as F
 from torch.distributed.algorithms.ddp_comm_hooks import default_hooks, powerSGD_hook
+from torch.distributed.optim import ZeroRedundancyOptimizer
 
 MEAN, STD = 0.2860, 0.3530
 
@@ -81,7 +82,12 @@ def run(rank, args, port, result_path):
         state = powerSGD_hook.PowerSGDState(process_group=None, matrix_approximation_rank=rank_r,
                                             start_powerSGD_iter=2, min_compression_rate=1)
         ddp.register_comm_hook(state, powerSGD_hook.powerSGD_hook)
-    opt = torch.optim.SGD(ddp.parameters(), lr=args.lr, momentum=0.9)
+    if args.zero:
+        # PyTorch's ZeRO stage 1: each rank keeps the optimizer state of its share of the
+        # parameters (DDP still allreduces the gradients) and broadcasts its updated parameters.
+        opt = ZeroRedundancyOptimizer(ddp.parameters(), optimizer_class=torch.optim.SGD, lr=args.lr, momentum=0.9)
+    else:
+        opt = torch.optim.SGD(ddp.parameters(), lr=args.lr, momentum=0.9)
     x, y = load(args.data, "train", args.train_samples)
     tx, ty = load(args.data, "t10k", args.test_samples)
     per_rank = args.batch // args.world
@@ -108,7 +114,7 @@ def run(rank, args, port, result_path):
     dist.all_reduce(correct)
     if rank == 0:
         with open(result_path, "w") as f:
-            json.dump({"peer": "pytorch-ddp-gloo", "model": args.model, "world": args.world, "hook": args.hook,
+            json.dump({"peer": "pytorch-zero-gloo" if args.zero else "pytorch-ddp-gloo", "model": args.model, "world": args.world, "hook": args.hook,
                        "samples_per_second": samples / train_seconds,
                        "test_accuracy": float(correct[0] / correct[1]), "epochs": args.epochs}, f)
     dist.destroy_process_group()
@@ -122,6 +128,7 @@ def main():
     p.add_argument("--epochs", type=int, default=2)
     p.add_argument("--lr", type=float, default=0.02)
     p.add_argument("--hook", default="none", help="none | fp16 | powersgd[:r]")
+    p.add_argument("--zero", action="store_true", help="torch.distributed.optim.ZeroRedundancyOptimizer over SGD")
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--train-samples", type=int, default=0)
