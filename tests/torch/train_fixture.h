@@ -1,0 +1,72 @@
+// What the multi-process tests of braid-train share (train_test.cc, train_mesh_test.cc,
+// train_zero_test.cc): a per-test directory, launching braid-train through braid-run, reading
+// its --json report, comparing loss curves, exported parameters, and the rank program of the
+// DDP and ZeroOptimizer scenarios (tests/torch/programs/ddp_scenarios.cc).
+#pragma once
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "launch.h"
+
+namespace braid::testing {
+
+class TrainTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("braid-train-test-" + std::to_string(::getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+
+  static LaunchResult train(int ranks, std::vector<std::string> args, double timeout = 240) {
+    args.insert(args.end(), {"--quiet", "--test-samples", "200"});
+    return launch({.ranks = ranks, .program = tool_path("braid-train"), .args = args,
+                   .env = {{"BRAID_TIMEOUT", "60"}}, .timeout_seconds = timeout});
+  }
+  static void expect_success(const LaunchResult& r) {
+    ASSERT_FALSE(r.timed_out) << r.output;
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+  }
+  nlohmann::json json(const std::string& name) const {
+    std::ifstream in(path(name));
+    return nlohmann::json::parse(in);
+  }
+
+  std::vector<double> step_losses(const std::string& name) const { return json(name)["step_losses"].get<std::vector<double>>(); }
+  static void expect_same_curve(const std::vector<double>& got, const std::vector<double>& want, double rtol,
+                                const std::string& what) {
+    ASSERT_EQ(got.size(), want.size()) << what;
+    double worst = 0;
+    for (std::size_t i = 0; i < got.size(); ++i) worst = std::max(worst, std::abs(got[i] - want[i]) / want[i]);
+    EXPECT_LT(worst, rtol) << what;
+    std::printf("%s: worst relative difference of the loss curve %.3g\n", what.c_str(), worst);
+  }
+
+  std::filesystem::path dir_;
+};
+
+// Parameters of an exported model (--export), flattened in registration order (train_fixture.cc).
+std::vector<float> exported_parameters(const std::string& model, const std::string& file);
+
+inline LaunchResult ddp_scenario(int ranks, const std::string& scenario) {
+  return launch({.ranks = ranks, .program = test_program_path("braid-torch-rank"), .args = {scenario},
+                 .env = {{"BRAID_TIMEOUT", "60"}}, .timeout_seconds = 120});
+}
+
+}  // namespace braid::testing
