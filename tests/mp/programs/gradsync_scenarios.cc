@@ -23,6 +23,7 @@
 #include "braid/trace/chrome_trace.h"
 #include "braid/trace/trace_recorder.h"
 #include <nlohmann/json.hpp>
+#include "gradient_model.h"
 #include "scenario.h"
 
 namespace braid::testing {
@@ -32,28 +33,13 @@ namespace {
 // 300000 floats (1.2 MB) exceed the 1 MiB bucket cap: that parameter gets a bucket of its own.
 const std::vector<std::int64_t> kCounts = {1000, 0, 37, 300000, 5, 4096, 0, 70000, 12, 65536};
 
-struct Model {
-  std::vector<std::vector<float>> grads;
-  explicit Model(GradSync& sync) : grads(kCounts.size()) {
-    for (std::size_t p = 0; p < kCounts.size(); ++p) {
-      grads[p].resize(static_cast<std::size_t>(kCounts[p]));
-      sync.add_param(fmt::format("layer{}.weight", p), grads[p].data(), kCounts[p], DType::kF32);
-    }
-  }
+struct Model : GradientModel {
+  explicit Model(GradSync& sync) : GradientModel(sync, kCounts) {}
 };
 
-float contribution(int rank, int step, std::size_t p, std::size_t i) {
-  return static_cast<float>((rank + 1) * static_cast<int>((i + p + static_cast<std::size_t>(step)) % 13)) * 0.25f;
-}
+float contribution(int rank, int step, std::size_t p, std::size_t i) { return gradient_pattern(rank, step, p, i, 1); }
 
-void fill(Model& m, int rank, int step, bool add = false) {
-  for (std::size_t p = 0; p < m.grads.size(); ++p) {
-    for (std::size_t i = 0; i < m.grads[p].size(); ++i) {
-      float v = contribution(rank, step, p, i);
-      m.grads[p][i] = add ? m.grads[p][i] + v : v;
-    }
-  }
-}
+void fill(Model& m, int rank, int step, bool add = false) { m.fill(rank, step, /*param_stride=*/1, add); }
 
 // The exact average over ranks of the contributions of `steps` (accumulated), skipping the
 // (rank, param) pairs in `zero`: sums of quarters are exact, then one fp32 division.

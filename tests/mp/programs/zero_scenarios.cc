@@ -33,6 +33,7 @@
 #include "braid/compress/codec_spec.h"
 #include "braid/engine/grad_sync.h"
 #include "braid/trace/trace_recorder.h"
+#include "gradient_model.h"
 #include "scenario.h"
 
 namespace braid::testing {
@@ -41,24 +42,11 @@ namespace {
 
 const std::vector<std::int64_t> kCounts = {1000, 0, 3, 37, 300000, 1, 5, 2, 70000, 11};
 
-struct Model {
-  std::vector<std::vector<float>> grads;
-  explicit Model(GradSync& sync) : grads(kCounts.size()) {
-    for (std::size_t p = 0; p < kCounts.size(); ++p) {
-      grads[p].resize(static_cast<std::size_t>(kCounts[p]));
-      sync.add_param(fmt::format("layer{}.weight", p), grads[p].data(), kCounts[p], DType::kF32);
-    }
-  }
+struct Model : GradientModel {
+  explicit Model(GradSync& sync) : GradientModel(sync, kCounts) {}
 };
 
-void fill(Model& m, int rank, int step, bool add = false) {
-  for (std::size_t p = 0; p < m.grads.size(); ++p) {
-    for (std::size_t i = 0; i < m.grads[p].size(); ++i) {
-      float v = static_cast<float>((rank + 1) * static_cast<int>((i + 3 * p + static_cast<std::size_t>(step)) % 13)) * 0.25f;
-      m.grads[p][i] = add ? m.grads[p][i] + v : v;
-    }
-  }
-}
+void fill(Model& m, int rank, int step, bool add = false) { m.fill(rank, step, /*param_stride=*/3, add); }
 
 void mark_all_shuffled(GradSync& sync, int rank, int step, int skip = -1) {
   std::vector<int> order(kCounts.size());
