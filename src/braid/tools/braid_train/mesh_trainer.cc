@@ -236,7 +236,9 @@ void MeshTrainer::train_step(std::span<const std::int64_t> indices, EpochFigures
   figures.exposed_seconds += report.wait_seconds;
   traffic_.add_sent("pp", report.sent_bytes);
   if (config_.sequence_parallel) torch::sync_sequence_parallel_gradients(stage_params_.replicated, mesh_->group("tp"));
-  GradSyncStats stats = ddp_->synchronize();
+  // One replica: nothing to average, and GradSync would copy every gradient into its buckets
+  // and back for nothing (the DDP is kept for the checkpoints it writes).
+  GradSyncStats stats = replicas_ > 1 ? ddp_->synchronize() : GradSyncStats{};
   figures.communication_seconds += stats.communication_seconds;
   figures.exposed_seconds += stats.exposed_seconds;
   figures.wire_bytes += stats.wire.wire_bytes;
