@@ -112,6 +112,58 @@ TEST_F(MeshTrainTest, ClippingCountsEveryParameterOnce) {
   expect_same_curve(step_losses("mesh.json"), clipped, 2e-5, "pp 2 x tp 2, --clip-grad 0.2");
 }
 
+// --zero 1 on the mesh (Megatron's distributed optimizer: each stage's and TP piece's optimizer
+// state sharded over its data-parallel group) trains to the mesh DDP's parameters BIT FOR BIT,
+// for the reasons ZeroTrainTest gives (train_zero_test.cc: on one host both the dp allreduce and
+// the reduce-scatter are shm_direct, summing in rank order and dividing once; Adam is
+// elementwise): dp x tp, dp x pp, a dp of 3 (padded shards), and one replica (tp 2 on 2 ranks,
+// where ZeRO still synchronizes: its optimizer steps GradSync's shards). The dp axis moves what
+// DDP's allreduce moves (reduce-scatter + allgather, within the padding); the optimizer state
+// is 1/dp of DDP's. With --clip-grad the norm is summed over the whole job with TP-replicated
+// parameters counted on TP rank 0 only: the same clipped curve as DDP within 2e-5 (the squares
+// are added in another order), and not the unclipped one.
+TEST_F(MeshTrainTest, ZeroOneOnTheMeshTrainsToDdpsParametersBitForBit) {
+  std::vector<std::string> common = {"--model", "gpt", "--steps", "3", "--batch", "12", "--train-samples", "96",
+                                     "--context", "32", "--microbatches", "2", "--optimizer", "adam"};
+  struct Case {
+    int ranks, replicas;
+    std::vector<std::string> flags;
+  };
+  for (const Case& c : {Case{4, 2, {"--tp", "2"}}, Case{4, 2, {"--pp", "2"}}, Case{3, 3, {"--dropout", "0.1"}},
+                        Case{2, 1, {"--tp", "2"}}}) {
+    std::string tag = fmt::format("{}-{}", c.ranks, fmt::join(c.flags, ""));
+    for (const char* zero : {"0", "1"}) {
+      std::vector<std::string> args = common;
+      args.insert(args.end(), c.flags.begin(), c.flags.end());
+      args.insert(args.end(), {"--zero", zero, "--check-replicas", "--json", path(fmt::format("z{}-{}.json", zero, tag))});
+      expect_success(train(c.ranks, args));
+    }
+    nlohmann::json ddp = json(fmt::format("z0-{}.json", tag)), zero = json(fmt::format("z1-{}.json", tag));
+    EXPECT_EQ(zero["parameter_digest"], ddp["parameter_digest"]) << tag;
+    EXPECT_EQ(zero["step_losses"], ddp["step_losses"]) << tag;
+    EXPECT_EQ(zero["zero_stage"], 1) << tag;
+    double ddp_dp = ddp["epochs"].back()["axis_bytes_per_step"]["dp"].get<double>();
+    double zero_dp = zero["epochs"].back()["axis_bytes_per_step"]["dp"].get<double>();
+    EXPECT_NEAR(zero_dp, ddp_dp, 0.001 * ddp_dp + 1) << tag;
+    double state = ddp["model_state"]["optimizer_state"].get<double>();
+    EXPECT_NEAR(zero["model_state"]["optimizer_state"].get<double>(), state / c.replicas, 8.0 * 64 * c.replicas) << tag;
+  }
+  std::vector<std::string> clipped = common;
+  clipped.insert(clipped.end(), {"--tp", "2", "--lr", "0.5"});
+  auto run = [&](const std::string& name, std::vector<std::string> extra) {
+    std::vector<std::string> args = clipped;
+    args.insert(args.end(), extra.begin(), extra.end());
+    args.insert(args.end(), {"--json", path(name)});
+    expect_success(train(4, args));
+  };
+  run("free.json", {"--zero", "1"});
+  run("ddp-clip.json", {"--zero", "0", "--clip-grad", "0.2"});
+  run("zero-clip.json", {"--zero", "1", "--clip-grad", "0.2"});
+  std::vector<double> free = step_losses("free.json"), reference = step_losses("ddp-clip.json");
+  EXPECT_GT(std::abs(free.back() - reference.back()), 1e-3 * free.back()) << "the norm never reached 0.2";
+  expect_same_curve(step_losses("zero-clip.json"), reference, 2e-5, "dp 2 x tp 2 --zero 1 --clip-grad 0.2");
+}
+
 // --trace shows the tensor- and sequence-parallel collectives on each rank's timeline (lane
 // "collectives"): with --sp, allgathers before the column-parallel layers and reduce-scatters
 // after the row-parallel ones, besides the cross-entropy's allreduces.

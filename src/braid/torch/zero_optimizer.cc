@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <exception>
 
@@ -119,13 +120,33 @@ std::uint64_t ZeroOptimizer::gather_wire_bytes() const {
 
 void ZeroOptimizer::zero_grad() { ddp_.zero_grad(); }
 
-double ZeroOptimizer::clip_grad_norm(double max_norm) {
-  load_gradients();
-  double squares = 0;
-  for (const Shard& s : shards_) {
-    if (s.owned.grad().defined()) squares += s.owned.grad().to(::torch::kFloat64).square().sum().item<double>();
+double ZeroOptimizer::shard_gradient_squares(const GradientNormScope& scope) const {
+  auto squares = [](const ::torch::Tensor& g) { return g.to(::torch::kFloat64).square().sum().item<double>(); };
+  const engine::BucketPlan& plan = ddp_.grad_sync().plan();
+  double sum = 0;
+  for (std::size_t b = 0; b < shards_.size(); ++b) {
+    const Shard& s = shards_[b];
+    if (!s.owned.grad().defined()) continue;
+    if (!scope.counted) {
+      sum += squares(s.owned.grad());
+      continue;
+    }
+    // The part of each counted parameter that falls inside this rank's [begin, end).
+    const engine::Bucket& bucket = plan.buckets[b];
+    for (std::size_t slot = 0; slot < bucket.params.size(); ++slot) {
+      const ::torch::Tensor& p = ddp_.parameters()[static_cast<std::size_t>(bucket.params[slot])];
+      std::int64_t first = std::max(bucket.offsets[slot], s.layout.begin);
+      std::int64_t last = std::min(bucket.offsets[slot] + p.numel(), s.layout.end);
+      if (first < last && scope.counted(p)) sum += squares(s.owned.grad().narrow(0, first - s.layout.begin, last - first));
+    }
   }
-  allreduce(ddp_.communicator(), &squares, &squares, 1, DType::kF64, ReduceOp::kSum);
+  return sum;
+}
+
+double ZeroOptimizer::clip_grad_norm(double max_norm, const GradientNormScope& scope) {
+  load_gradients();
+  double squares = shard_gradient_squares(scope);
+  allreduce(scope.sum_over ? *scope.sum_over : ddp_.communicator(), &squares, &squares, 1, DType::kF64, ReduceOp::kSum);
   double norm = std::sqrt(squares);
   if (!std::isfinite(norm)) return norm;
   double scale = max_norm / (norm + 1e-6);

@@ -66,6 +66,16 @@ namespace braid::torch {
 
 using OptimizerFactory = std::function<std::unique_ptr<::torch::optim::Optimizer>(std::vector<::torch::Tensor>)>;
 
+// Which elements a gradient norm counts, and over which ranks it sums. The default is plain
+// data parallelism: every parameter, summed over the DDP's communicator. On a mesh (ZeRO over
+// the dp axis of a dp x pp x tp job) the norm is the whole model's: sum over every rank of the
+// job (each dp shard and each tp/pp piece holds disjoint elements) and count a parameter that
+// is the same on every TP rank (a LayerNorm) on one TP rank only (gradient_clipping.h).
+struct GradientNormScope {
+  Communicator* sum_over = nullptr;                              // null: the DDP's communicator
+  std::function<bool(const ::torch::Tensor& param)> counted;     // null: every parameter
+};
+
 class ZeroOptimizer {
  public:
   // Builds the bucket plan now (GradSync::plan_buckets) and moves the parameters into the flat
@@ -82,9 +92,11 @@ class ZeroOptimizer {
   // Scales this step's shard gradients by max_norm / (norm + 1e-6) when the global 2-norm of
   // the averaged gradient exceeds max_norm (torch.nn.utils.clip_grad_norm_'s rule) and returns
   // the norm before clipping. Each element is counted once: every rank sums the squares of its
-  // real shard elements (in double), and the sums are allreduced. A non-finite norm is returned
-  // and nothing is scaled. REQUIRES: as step(), before it. Collective.
-  double clip_grad_norm(double max_norm);
+  // real shard elements (in double), and the sums are allreduced over scope.sum_over (default:
+  // the DDP's communicator; on a mesh, every rank of the job, with TP-replicated parameters
+  // counted on one TP rank: GradientNormScope). A non-finite norm is returned and nothing is
+  // scaled. REQUIRES: as step(), before it. Collective over scope.sum_over.
+  double clip_grad_norm(double max_norm, const GradientNormScope& scope = {});
 
   // This rank's parameters (the flat tensors, padding included: at most n - 1 floats per bucket
   // more than the model's elements) + gradients (the model's .grad, whole) + the inner
@@ -116,6 +128,8 @@ class ZeroOptimizer {
 
   const Shard& at(int bucket) const { return shards_.at(static_cast<std::size_t>(bucket)); }
   void load_gradients();  // once per step: GradSync's shards become the owned shards' gradients
+  // This rank's share of the squared norm: its real shard elements of the counted parameters.
+  double shard_gradient_squares(const GradientNormScope& scope) const;
   void gather_parameters();
 
   DistributedDataParallel& ddp_;

@@ -7,6 +7,7 @@
 #include <map>
 #include <numeric>
 #include <optional>
+#include <set>
 #include <span>
 #include <utility>
 
@@ -26,6 +27,7 @@
 #include "braid/torch/tensor_dtype.h"
 #include "braid/torch/tensor_parallel_rng.h"
 #include "braid/torch/vocab_parallel.h"
+#include "braid/torch/zero_optimizer.h"
 #include "braid/trace/trace_recorder.h"
 #include "braid/tools/braid_train/blas_runtime.h"
 #include "braid/tools/braid_train/mesh_checkpoint.h"
@@ -79,6 +81,8 @@ class MeshTrainer {
   void train_step(std::span<const std::int64_t> indices, EpochFigures& figures);
   ::torch::Tensor micro_loss(int mb, const ::torch::Tensor& output);
   void share_model();
+  void clip_gradients();
+  void step_optimizer();
   MeshCheckpoint checkpoint();
 
   Communicator& world_;
@@ -94,7 +98,8 @@ class MeshTrainer {
   std::shared_ptr<::torch::nn::Module> stage_holder_;
   torch::ParameterSplit stage_params_;
   std::unique_ptr<torch::DistributedDataParallel> ddp_;
-  std::unique_ptr<::torch::optim::Optimizer> optimizer_;
+  std::unique_ptr<::torch::optim::Optimizer> optimizer_;  // --zero 0
+  std::unique_ptr<torch::ZeroOptimizer> zero_;             // --zero 1 or 2: sharded over the dp axis
   std::unique_ptr<trace::TraceRecorder> trace_;
   std::unique_ptr<parallel::PipelineRuntime> runtime_;
   std::unique_ptr<torch::DistributedSampler> sampler_;
@@ -180,8 +185,16 @@ void MeshTrainer::build_stage() {
   stage_params_ = torch::split_by_tensor_parallelism(*stage_holder_);
   ddp_ = std::make_unique<torch::DistributedDataParallel>(
       mesh_->data_parallel(), stage_holder_,
-      torch::DdpOptions{.bucket_cap = config_.bucket_mb, .policy = make_policy(config_), .overlap = false});
-  optimizer_ = make_optimizer(config_, stage_model_->parameters());
+      torch::DdpOptions{.bucket_cap = config_.bucket_mb, .policy = make_policy(config_), .overlap = false,
+                        .zero_stage = config_.zero});
+  // ZeRO on a mesh is Megatron's distributed optimizer: each stage's (and TP rank's) parameters
+  // sharded over its data-parallel group, the rest of the mesh as without it.
+  if (config_.zero > 0) {
+    zero_ = std::make_unique<torch::ZeroOptimizer>(
+        *ddp_, [this](std::vector<::torch::Tensor> shards) { return make_optimizer(config_, std::move(shards)); });
+  } else {
+    optimizer_ = make_optimizer(config_, stage_model_->parameters());
+  }
   if (!config_.trace_dir.empty()) {
     trace_ = std::make_unique<trace::TraceRecorder>(trace::TraceOptions{.rank = world_.rank(), .output_dir = config_.trace_dir});
     trace_collectives(mesh_->group("tp"), *trace_);  // the TP and SP collectives on the timeline
@@ -237,21 +250,20 @@ void MeshTrainer::train_step(std::span<const std::int64_t> indices, EpochFigures
   traffic_.add_sent("pp", report.sent_bytes);
   if (config_.sequence_parallel) torch::sync_sequence_parallel_gradients(stage_params_.replicated, mesh_->group("tp"));
   // One replica: nothing to average, and GradSync would copy every gradient into its buckets
-  // and back for nothing (the DDP is kept for the checkpoints it writes).
-  GradSyncStats stats = replicas_ > 1 ? ddp_->synchronize() : GradSyncStats{};
+  // and back for nothing (the DDP is kept for the checkpoints it writes). ZeRO's optimizer
+  // steps GradSync's shards, so it synchronizes even then.
+  GradSyncStats stats = replicas_ > 1 || zero_ ? ddp_->synchronize() : GradSyncStats{};
   figures.communication_seconds += stats.communication_seconds;
   figures.exposed_seconds += stats.exposed_seconds;
-  figures.wire_bytes += stats.wire.wire_bytes;
+  figures.wire_bytes += stats.wire.wire_bytes + (zero_ ? zero_->gather_wire_bytes() : 0);  // ZeRO: + the allgather
   figures.payload_bytes += stats.wire.payload_bytes;
   figures.fp32_bytes += stats.wire.elements * sizeof(float);
-  if (config_.clip_grad > 0) {
-    torch::clip_gradients_by_global_norm(stage_params_, config_.clip_grad, tp_rank_, mesh_->model_parallel());
-  }
+  if (config_.clip_grad > 0) clip_gradients();
   // This step's loss, on last stages (0 elsewhere); TP ranks hold the same one, counted once.
   double loss = stage_model_->take_loss_sum() * (tp_rank_ == 0 ? 1 : 0);
   epoch_loss_sum_ += loss;
   step_losses_.push_back(check_loss_is_finite(world_, config_, loss, step_ + 1) / replicas_);
-  optimizer_->step();
+  step_optimizer();
   if (trace_) trace_->step(static_cast<int>(step_ + 1));
   figures.step_seconds += seconds_since(start);
   figures.tp_seconds += traffic_.take_seconds()["tp"];
@@ -262,6 +274,31 @@ void MeshTrainer::train_step(std::span<const std::int64_t> indices, EpochFigures
   allreduce(world_, means.data(), means.data(), static_cast<std::int64_t>(means.size()), DType::kF64, ReduceOp::kAvg);
   std::size_t i = 0;
   for (const auto& [axis, sent] : bytes) figures.axis_bytes_per_step[axis] += means[i++];
+}
+
+// The whole model's norm: without ZeRO every replica holds the averaged gradients and sums its
+// stage's and TP piece's over the model-parallel group; with it each rank holds a disjoint shard
+// of them, so the squares are summed over the whole job, TP-replicated parameters counted on TP
+// rank 0 only (gradient_clipping.h).
+void MeshTrainer::clip_gradients() {
+  if (!zero_) {
+    torch::clip_gradients_by_global_norm(stage_params_, config_.clip_grad, tp_rank_, mesh_->model_parallel());
+    return;
+  }
+  std::set<const void*> split;
+  for (const ::torch::Tensor& p : stage_params_.split) split.insert(p.unsafeGetTensorImpl());
+  zero_->clip_grad_norm(config_.clip_grad,
+                        {.sum_over = &world_, .counted = [this, &split](const ::torch::Tensor& p) {
+                           return tp_rank_ == 0 || split.count(p.unsafeGetTensorImpl()) > 0;
+                         }});
+}
+
+void MeshTrainer::step_optimizer() {
+  if (zero_) {
+    zero_->step();
+  } else {
+    optimizer_->step();
+  }
 }
 
 // Every stage's trained layers (parameters and buffers) to every rank of its pipeline, after the
@@ -293,7 +330,7 @@ RunSummary MeshTrainer::run() {
   if (resumed_) say(world_, fmt::format("resumed from {} at step {}", config_.checkpoint_dir, start_.step));
   RunSummary summary{.model = config_.model, .world = world_.size(), .threads = config_.threads,
                      .compress = config_.compress, .overlap = false, .blas = blas_description(),
-                     .data = data_->describe(), .resumed = resumed_};
+                     .data = data_->describe(), .resumed = resumed_, .zero_stage = config_.zero};
   for (const ::torch::Tensor& p : full_->parameters()) summary.parameters += p.numel();
   for (std::int64_t epoch = start_.epoch; step_ < total_steps_; ++epoch) {
     EpochFigures figures{.epoch = epoch + 1, .tokens_per_sample = data_->tokens_per_sample()};
@@ -329,8 +366,9 @@ RunSummary MeshTrainer::run() {
   }
   summary.steps = step_;
   summary.step_losses = step_losses_;
-  torch::ModelStateBytes state = torch::model_state_bytes(stage_model_->parameters(), optimizer_.get());  // this stage's
-  summary.model_state = {.parameters = state.parameters, .gradients = state.gradients,
+  torch::ModelStateBytes state = zero_ ? zero_->model_state_bytes()  // this stage's
+                                        : torch::model_state_bytes(stage_model_->parameters(), optimizer_.get());
+  summary.model_state = {.parameters = state.parameters, .gradients = state.gradients, .master = state.master,
                          .optimizer_state = state.optimizer_state};
   finish_run(world_, config_, summary, *full_, data_->classification());
   return summary;

@@ -176,8 +176,8 @@ void validate_gpt_size(const TrainConfig& c) {
   if (!(std::isfinite(c.clip_grad) && c.clip_grad >= 0)) bad(fmt::format("--clip-grad {}: must be a finite number >= 0", c.clip_grad));
 }
 
-// --zero: stages 1 and 2 on the data-parallel trainer; what they do not support yet is refused
-// rather than silently run as DDP.
+// --zero: stages 1 and 2 on the data-parallel trainer, stage 1 on the mesh; what they do not
+// support yet is refused rather than silently run as DDP.
 void validate_zero(const TrainConfig& c) {
   auto bad = [&c](const std::string& detail) {
     throw InvalidArgument({.op = "braid-train --zero"}, fmt::format("--zero {}: {}", c.zero, detail));
@@ -185,9 +185,14 @@ void validate_zero(const TrainConfig& c) {
   if (c.zero < 0 || c.zero > 3) bad("the stage must be 0, 1, 2 or 3");
   if (c.zero == 0) return;
   if (c.zero == 3) bad("stage 3 is not implemented yet (parameters sharded between steps); use --zero 1 or 2");
-  if (c.uses_mesh()) {
-    bad("with --tp, --pp or --dropout (the mesh trainer) is not implemented yet; ZeRO runs on the data-parallel "
-        "trainer");
+  if (c.uses_mesh() && c.zero == 2) {
+    bad("with --tp, --pp or --dropout (the mesh trainer): its gradients accumulate over the micro-batches and are "
+        "reduced once after the last backward, so stage 2 would be stage 1; use --zero 1 (Megatron's distributed "
+        "optimizer: the optimizer state of each stage and TP piece sharded over its data-parallel group)");
+  }
+  if (c.uses_mesh() && (!c.checkpoint_dir.empty() || c.resumes())) {
+    bad("with --tp, --pp or --dropout and --checkpoint-dir or --resume: mesh checkpoints of a sharded optimizer are "
+        "not implemented yet");
   }
   if (c.compress != "none") bad(fmt::format("with --compress {}: ZeRO reduce-scatters uncompressed gradients", c.compress));
   if (!c.checkpoint_dir.empty() || c.resumes()) {
