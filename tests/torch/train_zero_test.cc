@@ -5,6 +5,7 @@
 #include <fmt/ranges.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <string>
 #include <vector>
@@ -40,14 +41,21 @@ class ZeroTrainTest : public TrainTest {
     return json(name)["model_state"][part].get<std::int64_t>();
   }
   // ZeRO's model states on rank 0 against DDP's (torch/zero_optimizer.h, flat parameters): the
-  // same gradients; the parameters are the flat tensors, DDP's plus the padding (at most n - 1
-  // floats per bucket); the optimizer state is rank 0's share (its real elements: at most
-  // ceil(E / n) of each bucket's E, at least E / n rounded down, so within n x buckets elements
-  // of 1/n); no master copy.
+  // parameters are the flat tensors, DDP's plus the padding (at most n - 1 floats per bucket);
+  // the gradients are DDP's whole .grad tensors at stage 1 and rank 0's averaged shards at stage
+  // 2 (the DDP releases the full ones: 1/n, plus at most one float of padding per bucket); the
+  // optimizer state is rank 0's share (its real elements: at most ceil(E / n) of each bucket's
+  // E, at least E / n rounded down, so within n x buckets elements of 1/n); no master copy.
   void expect_sharded_state(const std::string& zero, const std::string& ddp, int ranks, int state_floats) const {
     EXPECT_GE(state(zero, "parameters"), state(ddp, "parameters")) << zero;
     EXPECT_LE(state(zero, "parameters"), state(ddp, "parameters") + 4 * ranks * 64) << zero;
-    EXPECT_EQ(state(zero, "gradients"), state(ddp, "gradients")) << zero;
+    if (json(zero)["zero_stage"] == 2) {
+      double share = double(state(ddp, "gradients")) / ranks;
+      EXPECT_GE(double(state(zero, "gradients")), share - 4.0) << zero;
+      EXPECT_LE(double(state(zero, "gradients")), share + 4.0 * 64) << zero;
+    } else {
+      EXPECT_EQ(state(zero, "gradients"), state(ddp, "gradients")) << zero;
+    }
     double share = double(state(ddp, "optimizer_state")) / ranks;
     EXPECT_NEAR(double(state(zero, "optimizer_state")), share, 4.0 * state_floats * ranks * 64) << zero;
     EXPECT_EQ(state(zero, "master"), 0) << zero;
@@ -72,28 +80,18 @@ class ZeroTrainTest : public TrainTest {
     ADD_FAILURE() << "no model_state_bytes in\n" << plan.output;
     return 0;
   }
-  // Issue 19: the model states counted from the real allocations are braid-plan's within 2%.
-  // The systematic differences are the flat parameters' padding (at most n - 1 floats per
-  // bucket) and rank 0's shard rounding up (ceil(E / n) of each bucket's E), both below 0.1% of
-  // these models. Stage 2 is the exception, on purpose not hidden: the planner divides the
-  // gradients by n (the ZeRO paper's model), braid keeps LibTorch's whole .grad tensors
-  // (docs/zero.md "What stage 2 saves"), so it is checked equal to the planner's stage 1, and
-  // the planner's stage 2 plus the unsharded gradients, 4 (1 - 1/n) bytes per parameter.
+  // Issue 19: the model states counted from the real allocations are braid-plan's within 2%,
+  // at every stage (stage 2: the gradients 1/n, since the DDP releases the full ones). The
+  // systematic differences are the flat parameters' padding (at most n - 1 floats per bucket)
+  // and rank 0's shards rounding up (ceil(E / n) of each bucket's E), both below 0.1% of these
+  // models.
   void expect_planned_model_state(const std::string& name, const std::string& ddp, int ranks, int zero,
                                   int optimizer_bytes) const {
     double measured = double(json(name)["model_state_bytes"].get<std::int64_t>());
     double planned = planned_model_state(ddp, ranks, zero, optimizer_bytes);
-    double params = double(state(ddp, "parameters")) / 4;
     std::printf("%s: model states %.0f bytes on rank 0, braid-plan %.0f (%+.3f%%)\n", name.c_str(), measured, planned,
                 100 * (measured - planned) / planned);
-    if (zero < 2) {
-      EXPECT_NEAR(measured, planned, 0.02 * planned) << name;
-      return;
-    }
-    double stage1 = planned_model_state(ddp, ranks, 1, optimizer_bytes);
-    EXPECT_NEAR(measured, stage1, 0.02 * stage1) << name;
-    double unsharded_gradients = 4 * params * (1 - 1.0 / ranks);
-    EXPECT_NEAR(measured - unsharded_gradients, planned, 0.02 * planned) << name;
+    EXPECT_NEAR(measured, planned, 0.02 * planned) << name;
   }
 };
 
@@ -126,6 +124,22 @@ TEST_F(ZeroTrainTest, StagesOneAndTwoTrainTheMlpToDdpsParametersBitForBit) {
     }
     for (int zero : {0, 1, 2}) expect_planned_model_state(fmt::format("mlp-{}-{}.json", ranks, zero), ddp, ranks, zero, 4);
   }
+  // Stage 2's full gradient never exists at once: without accumulation (under no_sync the
+  // micro-batches accumulate into whole .grad tensors, as FSDP's no_sync does) each bucket's
+  // .grad tensors are released as the bucket is sent during backward, so the most gradient
+  // bytes alive at once stay below the model's gradient (the MLP's 1 MiB buckets: at most its
+  // 4 MiB matrix, which is a bucket of its own, 56% of 7.45 MB); after the step none is left
+  // but rank 0's shards. Stages 0 and 1 keep whole .grad tensors (peak_gradients 0: not tracked).
+  std::vector<std::string> once = common;
+  once[std::find(once.begin(), once.end(), "--accumulate") - once.begin() + 1] = "1";
+  once.insert(once.end(), {"--zero", "2", "--json", path("released.json")});
+  expect_success(train(2, once));
+  std::int64_t peak = state("released.json", "peak_gradients"), whole = state("mlp-2-0.json", "gradients");
+  std::printf("--zero 2 without accumulation: at most %lld gradient bytes alive, of %lld\n", static_cast<long long>(peak),
+              static_cast<long long>(whole));
+  EXPECT_GT(peak, 0);
+  EXPECT_LT(peak, whole);
+  EXPECT_EQ(state("mlp-2-2.json", "peak_gradients"), whole) << "with --accumulate 2 every .grad exists after the first micro-batch";
 }
 
 // The GPT with Adam (two state floats per element), 3 steps, one bucket: bit for bit as above.
@@ -195,9 +209,9 @@ TEST_F(ZeroTrainTest, WhatIsNotImplementedYetIsRefusedNamingTheFlags) {
     return a;
   };
   for (const Case& c : {Case{{"--zero", "3"}, "--zero 3: stage 3 is not implemented yet"},
-                        Case{plus(gpt, {"--zero", "1", "--tp", "2", "--microbatches", "1"}), "--zero 1: with --tp, --pp or --dropout"},
                         Case{plus(gpt, {"--zero", "2", "--pp", "2"}), "--zero 2: with --tp, --pp or --dropout"},
-                        Case{plus(gpt, {"--zero", "1", "--dropout", "0.1"}), "--zero 1: with --tp, --pp or --dropout"},
+                        Case{plus(gpt, {"--zero", "1", "--tp", "2", "--microbatches", "1", "--checkpoint-dir", path("ckpt")}),
+                             "mesh checkpoints of a sharded optimizer are not implemented yet"},
                         Case{{"--zero", "1", "--compress", "fp16"}, "--zero 1: with --compress fp16"},
                         Case{{"--zero", "2", "--checkpoint-dir", path("ckpt")}, "--zero 2: with --checkpoint-dir or --resume"},
                         Case{{"--zero", "1", "--checkpoint-dir", path("ckpt"), "--resume"},

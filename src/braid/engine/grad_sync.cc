@@ -90,7 +90,7 @@ BucketShard bucket_shard(std::int64_t elements, int world_size, int rank) {
 // background thread writes `stats` and `seconds` before the Work completes; the training
 // thread reads them after waiting on it.
 struct GradSync::BucketRun {
-  std::vector<float> buffer;  // ZeRO: padded to size() x shard, the padding stays zero
+  std::vector<float> buffer;  // ZeRO: padded to size() x shard, the padding stays zero; stage 2: none (pool_)
   std::vector<float> shard;   // ZeRO: this rank's reduce-scattered shard (the reduce_scatter's recv)
   std::string name;        // the tensor name the policy and the compression state see
   compress::Shape shape;   // a single-parameter bucket keeps its parameter's shape (PowerSGD)
@@ -142,6 +142,10 @@ void GradSync::check_options() const {
                                                "use no compression policy",
                                                stage));
   }
+  if (stage == 2 && options_.zero_send_buffers < 1) {
+    throw InvalidArgument(context, fmt::format("zero_send_buffers {}: stage 2 needs at least one send buffer",
+                                               options_.zero_send_buffers));
+  }
   if (stage > 0 && options_.rebuild_buckets) {
     throw InvalidArgument(context, fmt::format("zero_stage {} requires rebuild_buckets = false: the optimizer's "
                                                "shards are laid out on the first plan and must not move",
@@ -155,7 +159,7 @@ int GradSync::add_param(std::string name, void* grad, std::int64_t count, DType 
   if (dtype != DType::kF32) {
     throw InvalidArgument(context, fmt::format("'{}' is {}: GradSync averages f32 gradients", name, dtype_name(dtype)));
   }
-  if (count < 0 || (count > 0 && grad == nullptr)) {
+  if (count < 0 || (count > 0 && grad == nullptr && options_.zero_stage != 2)) {
     throw InvalidArgument(context, fmt::format("'{}': {} elements at {}", name, count, grad));
   }
   if ((shape.rows != 0 || shape.cols != 0) && (!shape.is_matrix() || shape.rows * shape.cols != count)) {
@@ -187,7 +191,7 @@ void GradSync::adopt_plan(engine::BucketPlan plan) {
       const engine::FlatBuffer& flat = layout_.buffers[b];
       BRAID_CHECK(flat.offsets == bucket.offsets && flat.used_elements == bucket.elements, InvalidArgument,
                   {.rank = comm_.rank(), .op = "GradSync (internal)"}, "bucket {}'s shard layout moved its parameters", b);
-      run->buffer.assign(static_cast<std::size_t>(flat.elements), 0.0f);
+      if (options_.zero_stage == 1) run->buffer.assign(static_cast<std::size_t>(flat.elements), 0.0f);
       run->shard.assign(static_cast<std::size_t>(flat.shard_elements), 0.0f);
     } else {
       run->buffer.assign(static_cast<std::size_t>(bucket.elements), 0.0f);  // allocated and faulted once per plan
@@ -197,6 +201,7 @@ void GradSync::adopt_plan(engine::BucketPlan plan) {
     if (single) run->shape = params_[static_cast<std::size_t>(bucket.params[0])].shape;
     runs_.push_back(std::move(run));
   }
+  if (options_.zero_stage == 2) pool_.reset(send_ring_floats());
   planned_ = true;
 }
 
@@ -206,6 +211,25 @@ void GradSync::mark_ready(int param) {
   ensure_plan();
   std::vector<int> launchable = tracker_->mark_ready(param);
   if (options_.zero_stage == 1) return;  // stage 1 launches every bucket in finish()
+  for (int bucket : launchable) launch(bucket);
+}
+
+void GradSync::mark_ready(int param, float* grad) {
+  if (!sync_) return;
+  MutexLock lock(mu_);
+  ensure_plan();
+  if (param < 0 || param >= static_cast<int>(params_.size())) {
+    throw InvalidArgument({.rank = comm_.rank(), .op = "GradSync::mark_ready"},
+                          fmt::format("parameter {} outside [0, {})", param, params_.size()));
+  }
+  Param& p = params_[static_cast<std::size_t>(param)];
+  if (grad == nullptr && p.count > 0) {
+    throw InvalidArgument({.rank = comm_.rank(), .op = "GradSync::mark_ready"},
+                          fmt::format("'{}': no gradient buffer for {} elements", p.name, p.count));
+  }
+  p.grad = grad;
+  std::vector<int> launchable = tracker_->mark_ready(param);
+  if (options_.zero_stage == 1) return;
   for (int bucket : launchable) launch(bucket);
 }
 
@@ -233,20 +257,56 @@ std::span<const float> GradSync::shard_gradient(int bucket) const {
   return runs_[static_cast<std::size_t>(bucket)]->shard;
 }
 
-void GradSync::launch(int b) {
+std::size_t GradSync::padded_elements(int b) const {
+  return options_.zero_stage == 0 ? 0 : static_cast<std::size_t>(layout_.buffers[static_cast<std::size_t>(b)].elements);
+}
+
+// An empty bucket sends nothing and takes no room in the ring.
+bool GradSync::sends_from_ring(int b) const { return options_.zero_stage == 2 && padded_elements(b) > 0; }
+
+// Stage 2's ring: zero_send_buffers bucket caps, at least the largest padded bucket, at most
+// all of them (then it is what one buffer per bucket would take).
+std::size_t GradSync::send_ring_floats() const {
+  std::int64_t largest = 0, total = 0;
+  for (const engine::FlatBuffer& flat : layout_.buffers) {
+    largest = std::max(largest, flat.elements);
+    total += flat.elements;
+  }
+  auto caps = static_cast<std::int64_t>(options_.zero_send_buffers) * static_cast<std::int64_t>(plan_.cap_bytes / sizeof(float));
+  return static_cast<std::size_t>(std::max(largest, std::min(caps, total)));
+}
+
+// Copies bucket b's gradients into its send buffer: stage 2's comes from the shared ring (its
+// padding zeroed again: other buckets used that memory), lent until the Work is attached.
+float* GradSync::stage_gradients(int b) {
   BucketRun& run = *runs_[static_cast<std::size_t>(b)];
   const engine::Bucket& bucket = plan_.buckets[static_cast<std::size_t>(b)];
+  float* send = run.buffer.data();
+  const std::size_t padded = padded_elements(b);
+  if (sends_from_ring(b)) {
+    send = pool_.acquire(padded);
+    std::fill(send + bucket.elements, send + padded, 0.0f);
+  }
   for (std::size_t i = 0; i < bucket.params.size(); ++i) {
     const Param& p = params_[static_cast<std::size_t>(bucket.params[i])];
-    float* slot = run.buffer.data() + bucket.offsets[i];
+    float* slot = send + bucket.offsets[i];
     if (unused_[static_cast<std::size_t>(bucket.params[i])]) {
       std::fill_n(slot, p.count, 0.0f);  // allow_unused: no gradient counts as zero
     } else if (p.count > 0) {
+      BRAID_CHECK(p.grad != nullptr, InvalidArgument, {.rank = comm_.rank(), .op = "GradSync"},
+                  "'{}' became ready without a gradient buffer (register one or pass it to mark_ready)", p.name);
       std::memcpy(slot, p.grad, static_cast<std::size_t>(p.count) * sizeof(float));
     }
   }
+  return send;
+}
+
+void GradSync::launch(int b) {
+  float* send = stage_gradients(b);
+  if (options_.on_gradients_copied) options_.on_gradients_copied(b);
   if (options_.zero_stage > 0) {
-    submit_reduce_scatter(b);
+    submit_reduce_scatter(b, send);
+    if (sends_from_ring(b)) pool_.attach(runs_[static_cast<std::size_t>(b)]->work);
   } else {
     submit_allreduce(b);
   }
@@ -256,24 +316,25 @@ void GradSync::launch(int b) {
 // the same collectives in bucket order (a bucket of zero elements sends nothing on any rank).
 // wire_bytes is what a ring reduce-scatter sends, (n-1) blocks; dense_wire_bytes what DDP's
 // ring allreduce of the same bucket would, so wire_fraction() reads about 1/2.
-void GradSync::submit_reduce_scatter(int b) {
+void GradSync::submit_reduce_scatter(int b, const float* send) {
   BucketRun& run = *runs_[static_cast<std::size_t>(b)];
   const engine::Bucket& bucket = plan_.buckets[static_cast<std::size_t>(b)];
+  std::size_t padded = padded_elements(b);
   auto& queue = detail::CollectiveAccess(comm_).attachment<CollectiveQueue>();
   run.launched = true;
   run.work = queue.submit({.rank = comm_.rank(), .op = fmt::format("GradSync bucket {} (reduce_scatter)", b)},
-                          [this, &run, b, elements = bucket.elements] {
+                          [this, &run, b, send, padded, elements = bucket.elements] {
                             trace::CommScope traced(options_.trace, fmt::format("bucket {}", b));
                             auto start = Clock::now();
                             auto shard = static_cast<std::int64_t>(run.shard.size());
                             int n = comm_.size();
                             std::uint64_t sent_before = detail::CollectiveAccess(comm_).bytes_sent();
                             if (shard > 0) {
-                              reduce_scatter(comm_, run.buffer.data(), run.shard.data(), shard, DType::kF32,
+                              reduce_scatter(comm_, send, run.shard.data(), shard, DType::kF32,
                                              options_.average ? ReduceOp::kAvg : ReduceOp::kSum);
                             }
-                            compress::CompressionStats stats{.elements = static_cast<std::uint64_t>(run.buffer.size())};
-                            stats.payload_bytes = run.buffer.size() * sizeof(float);
+                            compress::CompressionStats stats{.elements = static_cast<std::uint64_t>(padded)};
+                            stats.payload_bytes = padded * sizeof(float);
                             stats.wire_bytes = static_cast<std::uint64_t>(n - 1) * static_cast<std::uint64_t>(shard) * sizeof(float);
                             stats.dense_wire_bytes =
                                 compress::ring_allreduce_wire_bytes(static_cast<std::size_t>(elements), n, comm_.rank());
@@ -281,7 +342,7 @@ void GradSync::submit_reduce_scatter(int b) {
                             run.stats = stats;
                             run.seconds = seconds_since(start);
                             if (traced.active()) {
-                              traced.event().bytes = run.buffer.size() * sizeof(float);
+                              traced.event().bytes = padded * sizeof(float);
                               traced.event().wire_bytes = stats.wire_bytes;
                               traced.event().algorithm = "reduce_scatter";
                               traced.event().codec = "none";
@@ -335,7 +396,22 @@ GradSyncStats GradSync::finish() {
       for (int bucket : launchable) launch(bucket);
     }
   }
-  for (auto& run : runs_) run->work.wait();
+  for (auto& run : runs_) {
+    try {
+      run->work.wait();
+    } catch (...) {
+      // Every bucket must be over before a send buffer is reused or freed: wait for the rest.
+      for (auto& other : runs_) {
+        try {
+          other->work.wait();
+        } catch (...) {
+        }
+      }
+      reclaim_send_buffers();
+      throw;
+    }
+  }
+  reclaim_send_buffers();
   stats.exposed_seconds = seconds_since(start);
   if (step_ == 0) check_same_model();
   if (!options_.allow_unused) agree_on_unused(unused);
@@ -432,6 +508,23 @@ void GradSync::rebuild_from_rank0_order() {
   MutexLock lock(mu_);
   adopt_plan(std::move(rebuilt));
   state_.clear();
+}
+
+void GradSync::reclaim_send_buffers() {
+  MutexLock lock(mu_);
+  pool_.reclaim_all();
+}
+
+std::size_t GradSync::send_buffer_bytes() const {
+  std::size_t total = pool_.bytes();
+  for (const auto& run : runs_) total += run->buffer.size() * sizeof(float);
+  return total;
+}
+
+std::size_t GradSync::shard_buffer_bytes() const {
+  std::size_t total = 0;
+  for (const auto& run : runs_) total += run->shard.size() * sizeof(float);
+  return total;
 }
 
 void GradSync::set_sync(bool on) { sync_ = on; }

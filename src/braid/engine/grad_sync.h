@@ -41,6 +41,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -53,6 +54,7 @@
 #include "braid/compress/compressed_allreduce.h"
 #include "braid/compress/compression_policy.h"
 #include "braid/engine/bucket_plan.h"
+#include "braid/engine/send_buffer_pool.h"
 #include "braid/engine/shard_layout.h"
 
 namespace braid {
@@ -82,15 +84,25 @@ struct GradSyncOptions {
   // Requires no compression and rebuild_buckets = false (InvalidArgument otherwise: the
   // optimizer's shards are laid out on the first plan and must not move).
   //
-  // Memory per bucket of E elements on n ranks, S = ceil(E / n) (shard_layout.h): the full
-  // padded buffer of n x S floats stays allocated for the plan's lifetime, because it is the
-  // reduce-scatter's send buffer (the gradients are copied into it at launch), plus one S-float
-  // shard buffer that receives the result. Neither stage 1 nor stage 2 frees the full buffers: the
-  // engine keeps one per bucket so that buckets in flight at once never share a staging buffer.
-  // What stage 2 saves over stage 1 is time (overlap), not engine memory; the gradient memory
-  // ZeRO-2 saves in DeepSpeed is the full .grad tensors, and with LibTorch those are autograd's
-  // and stay allocated unless the torch side releases them after finish(). See docs/zero.md.
+  // Memory per bucket of E elements on n ranks, S = ceil(E / n) (shard_layout.h): one S-float
+  // shard buffer that receives the result, for the plan's lifetime, and a padded send buffer of
+  // n x S floats into which the gradients are copied at launch. Stage 1 keeps a send buffer per
+  // bucket; stage 2's buckets in flight share a ring of zero_send_buffers bucket caps
+  // (send_buffer_pool.h), so its staging memory is bounded by the bucket cap, not the model.
+  // With stage 2 the caller may also hand each step's gradient over at mark_ready(param, grad)
+  // and release it once on_gradients_copied says it was copied: then the full gradient never
+  // exists at once, only this rank's shards do (ZeRO-2; docs/zero.md).
   int zero_stage = 0;
+  // Stage 2: the send buffers of the buckets in flight share one ring of this many bucket caps
+  // (at least the largest padded bucket; at most all buckets); a launch that does not fit waits
+  // for the oldest reduce-scatters (send_buffer_pool.h). >= 1.
+  int zero_send_buffers = 2;
+  // Called once per bucket and synchronised step, on the launching thread and under GradSync's
+  // lock, right after the bucket's gradients were copied into its send buffer and before its
+  // collective is queued: from then on GradSync never reads those gradients again this step, so
+  // the caller may release them (ZeRO-2's adapter resets the .grad tensors here). Must not call
+  // into GradSync.
+  std::function<void(int bucket)> on_gradients_copied;
 };
 
 // Which elements of bucket b this rank owns under ZeRO: the bucket is padded to size() x shard
@@ -151,7 +163,8 @@ class GradSync {
 
   // Registers a parameter's gradient buffer, in model order; returns its id (0, 1, ...).
   // Only f32 is supported. Throws InvalidArgument for another dtype, a negative count, a
-  // shape that does not hold count elements, a null buffer with count > 0, or a call after
+  // shape that does not hold count elements, a null buffer with count > 0 (allowed with
+  // zero_stage 2, where the buffer may come with each step's mark_ready), or a call after
   // the first mark_ready. Every rank must register the same parameters in the same order
   // (checked at the first finish(): a different count or total is a Mismatch).
   int add_param(std::string name, void* grad, std::int64_t count, DType dtype, compress::Shape shape = {});
@@ -159,6 +172,11 @@ class GradSync {
   // This parameter's gradient is final for the step. Launches every bucket this makes
   // launchable. Throws InvalidArgument for an unknown id or a second mark in one step.
   void mark_ready(int param);
+  // The same, with this step's gradient buffer of the parameter (count floats), which replaces
+  // the registered one from now on: for gradients that live somewhere else every step, such as
+  // tensors autograd allocates anew after the previous ones were released (ZeRO-2). Ignored,
+  // like the mark, while sync is off. Throws InvalidArgument for a null buffer with count > 0.
+  void mark_ready(int param, float* grad);
 
   // Launches the remaining buckets, waits for all, writes the averages back (ZeRO: into the
   // shards, shard_gradient) and returns the step's figures. Rethrows a bucket's error. See the
@@ -182,6 +200,12 @@ class GradSync {
   bool sync_enabled() const { return sync_; }
 
   const engine::BucketPlan& plan() const { return plan_; }
+  // The engine's staging memory: the send buffers (per bucket, or stage 2's shared ones) and
+  // ZeRO's shard buffers, in bytes. Zero before planning.
+  std::size_t send_buffer_bytes() const;
+  std::size_t shard_buffer_bytes() const;
+  // Stage 2: the most send-buffer bytes lent at once (at most the ring's).
+  std::size_t peak_send_buffer_bytes() const { return pool_.peak_lent() * sizeof(float); }
   // ZeRO: bucket_shard_layout(plan(), size()), built with the plan. Empty for zero_stage 0.
   const engine::ShardLayout& shard_layout() const { return layout_; }
   // Error-feedback residuals and PowerSGD factors: part of a training checkpoint. Cleared when
@@ -206,7 +230,12 @@ class GradSync {
   void check_options() const;
   void check_zero_bucket(int bucket, const char* op) const;
   void submit_allreduce(int bucket);
-  void submit_reduce_scatter(int bucket);
+  void submit_reduce_scatter(int bucket, const float* send);
+  float* stage_gradients(int bucket) BRAID_REQUIRES(mu_);
+  std::size_t send_ring_floats() const;
+  std::size_t padded_elements(int bucket) const;  // ZeRO: the bucket's padded buffer; 0 for DDP
+  bool sends_from_ring(int bucket) const;
+  void reclaim_send_buffers();
 
   void ensure_plan() BRAID_REQUIRES(mu_);
   std::vector<engine::ParamInfo> param_infos() const;
@@ -221,6 +250,9 @@ class GradSync {
   std::vector<Param> params_;
   engine::BucketPlan plan_;
   engine::ShardLayout layout_;  // ZeRO only
+  // ZeRO stage 2 only: the shared send buffers. Lent and reclaimed under mu_; reset by
+  // adopt_plan (under mu_, nothing in flight); its sizes are read between steps.
+  engine::SendBufferPool pool_;
   Mutex mu_;  // serialises concurrent mark_ready calls (launching buckets) and the tracker
   std::unique_ptr<engine::ReadinessTracker> tracker_ BRAID_GUARDED_BY(mu_);
   std::vector<std::unique_ptr<BucketRun>> runs_;

@@ -4,6 +4,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
+#include "braid/base/check.h"
 #include "braid/base/error.h"
 #include "braid/collectives/collectives.h"
 #include "braid/torch/model_agreement.h"
@@ -70,36 +73,87 @@ void DistributedDataParallel::broadcast_from_rank0(const std::vector<::torch::Te
 }
 
 void DistributedDataParallel::register_gradients() {
-  sync_ = std::make_unique<GradSync>(comm_, GradSyncOptions{.bucket_cap = options_.bucket_cap,
-                                                            .policy = options_.policy,
-                                                            .allow_unused = options_.allow_unused,
-                                                            // ZeRO's shards are laid out on the first plan
-                                                            .rebuild_buckets = options_.zero_stage == 0,
-                                                            .trace = options_.trace,
-                                                            .zero_stage = options_.zero_stage});
+  GradSyncOptions sync_options{.bucket_cap = options_.bucket_cap,
+                               .policy = options_.policy,
+                               .allow_unused = options_.allow_unused,
+                               .rebuild_buckets = options_.zero_stage == 0,  // ZeRO's shards are laid out on the first plan
+                               .trace = options_.trace,
+                               .zero_stage = options_.zero_stage};
+  if (releases_gradients()) {
+    sync_options.on_gradients_copied = [this](int bucket) { release_gradients(bucket); };
+  }
+  sync_ = std::make_unique<GradSync>(comm_, std::move(sync_options));
+  live_.assign(params_.size(), 0);
   for (std::size_t i = 0; i < params_.size(); ++i) {
     ::torch::Tensor& p = params_[i];
-    p.mutable_grad() = ::torch::zeros_like(p, ::torch::MemoryFormat::Contiguous);
-    grad_data_.push_back(p.grad().data_ptr());
-    int id = sync_->add_param(names_[i], p.grad().data_ptr(), p.numel(), DType::kF32, matrix_shape(p));
+    // ZeRO-2: no gradient up front; autograd allocates one each step and GradSync is handed it
+    // at mark_ready (its address moves from step to step).
+    if (!releases_gradients()) p.mutable_grad() = ::torch::zeros_like(p, ::torch::MemoryFormat::Contiguous);
+    grad_data_.push_back(p.grad().defined() ? p.grad().data_ptr() : nullptr);
+    int id = sync_->add_param(names_[i], grad_data_.back(), p.numel(), DType::kF32, matrix_shape(p));
     if (!options_.overlap) continue;
     // The accumulator is the node that adds this backward's gradient into .grad; its post hook
     // runs once that is done, i.e. when the gradient is final.
     std::shared_ptr<::torch::autograd::Node> accumulator = ::torch::autograd::impl::grad_accumulator(p);
     std::uintptr_t key = accumulator->add_post_hook(std::make_unique<::torch::autograd::utils::LambdaPostHook>(
         [this, id](const ::torch::autograd::variable_list& outputs, const ::torch::autograd::variable_list&) {
-          sync_->mark_ready(id);
+          mark_ready(id);
           return outputs;
         }));
     hooks_.emplace_back(std::move(accumulator), key);
   }
 }
 
+void DistributedDataParallel::mark_ready(int id) {
+  if (!releases_gradients()) {
+    sync_->mark_ready(id);
+    return;
+  }
+  const ::torch::Tensor& grad = params_[static_cast<std::size_t>(id)].grad();
+  // AccumulateGrad lays a new gradient out like its (contiguous, float32) parameter.
+  BRAID_CHECK(grad.defined() && grad.is_contiguous() && grad.scalar_type() == ::torch::kFloat32, InvalidArgument,
+              {.rank = comm_.rank(), .op = "DistributedDataParallel"},
+              "the gradient of '{}' is not a dense contiguous float32 tensor", names_[static_cast<std::size_t>(id)]);
+  {
+    std::lock_guard<std::mutex> lock(live_mu_);
+    if (!live_[static_cast<std::size_t>(id)]) {  // allocated by this backward (or an accumulating one before)
+      live_[static_cast<std::size_t>(id)] = 1;
+      live_gradient_bytes_ += grad.numel() * static_cast<std::int64_t>(sizeof(float));
+      peak_gradient_bytes_ = std::max(peak_gradient_bytes_, live_gradient_bytes_);
+    }
+  }
+  if (!sync_->sync_enabled()) return;  // no_sync: the gradient accumulates in .grad
+  sync_->mark_ready(id, grad.data_ptr<float>());
+}
+
+// ZeRO-2: GradSync has copied bucket `bucket` into its send buffer and never reads these
+// gradients again this step; this rank's averaged shard is all that is kept.
+void DistributedDataParallel::release_gradients(int bucket) {
+  std::lock_guard<std::mutex> lock(live_mu_);
+  for (int id : sync_->plan().buckets[static_cast<std::size_t>(bucket)].params) {
+    ::torch::Tensor& p = params_[static_cast<std::size_t>(id)];
+    if (!p.grad().defined()) continue;  // unused (allow_unused): nothing was allocated
+    if (live_[static_cast<std::size_t>(id)]) live_gradient_bytes_ -= p.grad().numel() * static_cast<std::int64_t>(sizeof(float));
+    live_[static_cast<std::size_t>(id)] = 0;
+    p.mutable_grad().reset();
+  }
+}
+
 void DistributedDataParallel::zero_grad() {
-  for (::torch::Tensor& p : params_) p.mutable_grad().zero_();
+  for (::torch::Tensor& p : params_) {
+    if (releases_gradients()) {
+      p.mutable_grad().reset();  // set_to_none: autograd allocates next backward's
+    } else {
+      p.mutable_grad().zero_();
+    }
+  }
+  std::lock_guard<std::mutex> lock(live_mu_);
+  live_gradient_bytes_ = 0;
+  std::fill(live_.begin(), live_.end(), 0);
 }
 
 void DistributedDataParallel::check_gradients_in_place() const {
+  if (releases_gradients()) return;  // handed over at every mark_ready instead
   for (std::size_t i = 0; i < params_.size(); ++i) {
     const ::torch::Tensor& grad = params_[i].grad();
     if (!grad.defined() || grad.data_ptr() != grad_data_[i]) {
@@ -116,7 +170,10 @@ void DistributedDataParallel::check_gradients_in_place() const {
 GradSyncStats DistributedDataParallel::synchronize() {
   check_gradients_in_place();
   if (!options_.overlap && sync_->sync_enabled()) {
-    for (int id = static_cast<int>(params_.size()) - 1; id >= 0; --id) sync_->mark_ready(id);  // backward order
+    for (int id = static_cast<int>(params_.size()) - 1; id >= 0; --id) {  // backward order
+      if (releases_gradients() && !params_[static_cast<std::size_t>(id)].grad().defined()) continue;  // unused
+      mark_ready(id);
+    }
   }
   GradSyncStats stats = sync_->finish();
   if (options_.broadcast_buffers && sync_->sync_enabled()) broadcast_buffers();

@@ -19,7 +19,7 @@
 //      the hook fires when the gradient is final for this backward, and marks it ready, so a
 //      full bucket's allreduce starts while backward goes on with earlier layers.
 //
-// The gradient tensors must stay where they are: zero_grad() here, or the optimizer's
+// The gradient tensors must stay where they are (stages 0 and 1): zero_grad() here, or the optimizer's
 // zero_grad() (LibTorch 1.13 zeroes in place), never `p.mutable_grad() = ...` or reset().
 // synchronize() checks and refuses a moved gradient rather than average stale memory.
 //
@@ -36,11 +36,23 @@
 // torch optimizer over the parameters. Stage 1 reduce-scatters every bucket in synchronize();
 // stage 2 as each bucket becomes ready during backward (with overlap on). Buckets are never
 // rebuilt (the optimizer's shards are laid out on the first plan), and compression is refused.
+// Stage 2 also releases the full gradients (ZeRO-2's memory saving): no .grad is allocated up
+// front, autograd allocates each one in backward, the hook hands it to GradSync with
+// mark_ready(id, data), and once GradSync has copied a bucket into its send buffer
+// (GradSyncOptions::on_gradients_copied, during backward) that bucket's .grad tensors are
+// reset; zero_grad() resets (set_to_none) rather than zeroes. So after synchronize() no full
+// gradient is left, only this rank's averaged shards, and during backward only the buckets not
+// yet launched hold theirs (peak_gradient_bytes()). Under no_sync the gradients accumulate in
+// .grad as usual and are released at the synchronising backward: then, as in FSDP's no_sync,
+// the full gradient does exist between the micro-batches (the price of results equal to DDP's
+// accumulation; reduce-scattering every micro-batch instead, as DeepSpeed does, would cost a
+// reduce-scatter per micro-batch and add the shards in another order).
 #pragma once
 
 #include <torch/torch.h>
 
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -91,11 +103,21 @@ class DistributedDataParallel {
   // index of a parameter here is its GradSync id.
   const std::vector<::torch::Tensor>& parameters() const { return params_; }
   std::int64_t parameter_count() const;
+  // ZeRO-2 (zero_stage 2): the gradients are released bucket by bucket as GradSync copies them
+  // (see the file comment); the most gradient bytes alive at once during a backward, over the
+  // wrapper's life. 0 for the other stages (their .grad tensors live for good).
+  bool releases_gradients() const { return options_.zero_stage == 2; }
+  std::int64_t peak_gradient_bytes() const {
+    std::lock_guard<std::mutex> lock(live_mu_);
+    return peak_gradient_bytes_;
+  }
 
  private:
   void broadcast_from_rank0(const std::vector<::torch::Tensor>& tensors);
   void register_gradients();
   void check_gradients_in_place() const;
+  void mark_ready(int id);
+  void release_gradients(int bucket);
 
   Communicator& comm_;
   std::shared_ptr<::torch::nn::Module> module_;
@@ -107,6 +129,9 @@ class DistributedDataParallel {
   // of our hooks on them, removed when the wrapper goes.
   std::vector<std::pair<std::shared_ptr<::torch::autograd::Node>, std::uintptr_t>> hooks_;
   std::unique_ptr<GradSync> sync_;
+  mutable std::mutex live_mu_;  // autograd's hooks may run on several threads
+  std::vector<char> live_;  // ZeRO-2: per parameter, whether its .grad is counted as alive
+  std::int64_t live_gradient_bytes_ = 0, peak_gradient_bytes_ = 0;
 };
 
 }  // namespace braid::torch

@@ -163,6 +163,10 @@ ModelStateBytes ZeroOptimizer::model_state_bytes() {
   ModelStateBytes bytes = torch::model_state_bytes(ddp_.parameters(), inner_.get());
   bytes.parameters = 0;  // the flat tensors, padding included
   for (const Shard& s : shards_) bytes.parameters += tensor_bytes(s.flat);
+  // Stage 2 keeps no full gradient (the DDP releases each bucket's once GradSync has copied it):
+  // this rank's gradient state is its averaged shards, GradSync's receive buffers (padding
+  // included). Stage 1 keeps the whole .grad tensors, counted above; its shards are transient.
+  if (stage() == 2) bytes.gradients += static_cast<std::int64_t>(ddp_.grad_sync().shard_buffer_bytes());
   return bytes;
 }
 

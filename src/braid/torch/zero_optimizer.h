@@ -99,9 +99,11 @@ class ZeroOptimizer {
   double clip_grad_norm(double max_norm, const GradientNormScope& scope = {});
 
   // This rank's parameters (the flat tensors, padding included: at most n - 1 floats per bucket
-  // more than the model's elements) + gradients (the model's .grad, whole) + the inner
-  // optimizer's state (this rank's shards), in bytes (model_state_bytes.h); master is 0 (there
-  // is none). The shards' gradients are GradSync's receive buffers, counted with its buffers.
+  // more than the model's elements) + gradients (stage 1: the model's .grad, whole; stage 2:
+  // this rank's averaged shards, GradSync's receive buffers, since the DDP releases the full
+  // ones) + the inner optimizer's state (this rank's shards), in bytes (model_state_bytes.h);
+  // master is 0 (there is none). GradSync's send buffers are communication buffers, not counted
+  // (GradSync::send_buffer_bytes()).
   ModelStateBytes model_state_bytes();
   // What ZeroOptimizer adds for communication: 0, the allgather runs in place on the flat
   // parameters (GradSync's own buffers, a padded send buffer and a shard per bucket, are the

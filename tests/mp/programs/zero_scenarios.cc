@@ -64,9 +64,9 @@ bool fail(Communicator& comm, const std::string& what) {
 }
 
 // Checks every bucket of `sync` against allreduce(kAvg) of this rank's bucket contents (its
-// registered gradients, with zeros for `unused_param`), and the allgathered shards against it.
-bool check_shards(Communicator& comm, GradSync& sync, const Model& m, const std::string& what,
-                  int unused_param = -1) {
+// gradients `grads`, with zeros for `unused_param`), and the allgathered shards against it.
+bool check_shards(Communicator& comm, GradSync& sync, const std::vector<std::vector<float>>& grads,
+                  const std::string& what, int unused_param = -1) {
   const int n = comm.size();
   const engine::BucketPlan& plan = sync.plan();
   for (std::size_t b = 0; b < plan.buckets.size(); ++b) {
@@ -81,7 +81,7 @@ bool check_shards(Communicator& comm, GradSync& sync, const Model& m, const std:
     for (std::size_t i = 0; i < bucket.params.size(); ++i) {
       int p = bucket.params[i];
       if (p == unused_param) continue;
-      std::copy(m.grads[static_cast<std::size_t>(p)].begin(), m.grads[static_cast<std::size_t>(p)].end(),
+      std::copy(grads[static_cast<std::size_t>(p)].begin(), grads[static_cast<std::size_t>(p)].end(),
                 local.begin() + bucket.offsets[i]);
     }
     std::vector<float> average(local.size());
@@ -153,7 +153,7 @@ bool plain_steps(Communicator& comm, int stage) {
     Model copy = m;
     mark_all_shuffled(sync, comm.rank(), step);
     GradSyncStats stats = sync.finish();
-    ok = check_shards(comm, sync, m, what) && untouched(comm, m, copy, what) && check_wire(comm, sync, stats, what);
+    ok = check_shards(comm, sync, m.grads, what) && untouched(comm, m, copy, what) && check_wire(comm, sync, stats, what);
     if (ok && !(sync.plan() == first)) ok = fail(comm, what + ": the bucket plan moved");
   }
   return ok;
@@ -172,7 +172,7 @@ bool accumulation(Communicator& comm, int stage) {
   GradSyncStats stats = sync.finish();
   std::string what = fmt::format("stage {}, 2 accumulated micro-steps", stage);
   if (quiet.buckets != 0) return fail(comm, what + ": the unsynchronised finish launched buckets");
-  return check_shards(comm, sync, m, what) && check_wire(comm, sync, stats, what);
+  return check_shards(comm, sync, m.grads, what) && check_wire(comm, sync, stats, what);
 }
 
 bool allow_unused(Communicator& comm, int stage) {
@@ -184,7 +184,7 @@ bool allow_unused(Communicator& comm, int stage) {
     fill(m, comm.rank(), 7);
     mark_all_shuffled(sync, comm.rank(), 7, comm.rank() == skipper ? unused : -1);
     sync.finish();
-    ok = check_shards(comm, sync, m, fmt::format("stage {}, param {} unused on rank {}", stage, unused, skipper),
+    ok = check_shards(comm, sync, m.grads, fmt::format("stage {}, param {} unused on rank {}", stage, unused, skipper),
                       comm.rank() == skipper ? unused : -1) && ok;
   }
   return ok;
@@ -208,7 +208,7 @@ bool unused_is_an_error(Communicator& comm, int stage) {
   fill(m, comm.rank(), 1);  // the next step works
   mark_all_shuffled(sync, comm.rank(), 1);
   sync.finish();
-  return check_shards(comm, sync, m, fmt::format("stage {}, the step after the unused error", stage));
+  return check_shards(comm, sync, m.grads, fmt::format("stage {}, the step after the unused error", stage));
 }
 
 bool traced(Communicator& comm, int stage) {
@@ -303,7 +303,89 @@ bool bad_options_and_snapshots(Communicator& comm) {
   fill(m2, comm.rank(), 1);
   mark_all_shuffled(resumed, comm.rank(), 1);
   resumed.finish();
-  return check_shards(comm, resumed, m2, "after restore") && ok;
+  return check_shards(comm, resumed, m2.grads, "after restore") && ok;
+}
+
+// ZeRO-2's released gradients (GradSyncOptions::on_gradients_copied, mark_ready(param, grad)),
+// as the LibTorch adapter uses them: nothing registered, each gradient allocated just before it
+// is marked (as autograd does) and freed by the callback once its bucket was copied. Over 3
+// steps and rings of 1 and 2 bucket caps: the shards equal the allreduce of the same gradients
+// bitwise; every gradient was freed before finish() (all buckets launched during "backward");
+// marked in bucket order, no more than one bucket's gradients were alive at once; the ring is
+// the size the rule says and never over-lent.
+bool released_gradients(Communicator& comm, int send_buffers) {
+  GradSyncOptions options = zero_options(2);
+  options.zero_send_buffers = send_buffers;
+  std::vector<std::vector<float>> grads(kCounts.size());
+  std::int64_t live = 0, peak = 0;
+  GradSync* owner = nullptr;
+  options.on_gradients_copied = [&](int bucket) {
+    for (int p : owner->plan().buckets[static_cast<std::size_t>(bucket)].params) {
+      live -= static_cast<std::int64_t>(grads[static_cast<std::size_t>(p)].size());
+      std::vector<float>().swap(grads[static_cast<std::size_t>(p)]);
+    }
+  };
+  GradSync sync(comm, options);
+  owner = &sync;
+  for (std::size_t p = 0; p < kCounts.size(); ++p) sync.add_param(fmt::format("layer{}.weight", p), nullptr, kCounts[p], DType::kF32);
+  sync.plan_buckets();
+  std::int64_t largest_bucket = 0, ring = 0, total = 0;
+  for (std::size_t b = 0; b < sync.plan().buckets.size(); ++b) {
+    largest_bucket = std::max(largest_bucket, sync.plan().buckets[b].elements);
+    ring = std::max(ring, sync.bucket_shard(static_cast<int>(b)).padded);
+    total += sync.bucket_shard(static_cast<int>(b)).padded;
+  }
+  ring = std::max(ring, std::min<std::int64_t>(total, send_buffers * (1 << 20) / 4));  // bucket_cap "1"
+  const std::string what = fmt::format("released gradients, ring of {} cap(s)", send_buffers);
+  for (int step = 0; step < 3; ++step) {
+    std::vector<std::vector<float>> reference(kCounts.size());
+    std::vector<int> order;
+    for (const engine::Bucket& bucket : sync.plan().buckets) order.insert(order.end(), bucket.params.begin(), bucket.params.end());
+    if (step == 2) std::shuffle(order.begin(), order.end(), std::mt19937(static_cast<unsigned>(comm.rank() + 5)));
+    for (int p : order) {
+      auto& g = grads[static_cast<std::size_t>(p)];
+      g.resize(static_cast<std::size_t>(kCounts[static_cast<std::size_t>(p)]));
+      for (std::size_t i = 0; i < g.size(); ++i) g[i] = gradient_pattern(comm.rank(), step, static_cast<std::size_t>(p), i, 3);
+      reference[static_cast<std::size_t>(p)] = g;
+      live += static_cast<std::int64_t>(g.size());
+      if (step < 2) peak = std::max(peak, live);
+      sync.mark_ready(p, g.data());
+    }
+    for (std::size_t p = 0; p < grads.size(); ++p) {
+      if (!grads[p].empty()) return fail(comm, fmt::format("{} step {}: param {}'s gradient was not released before finish()", what, step, p));
+    }
+    GradSyncStats stats = sync.finish();
+    if (!check_shards(comm, sync, reference, fmt::format("{} step {}", what, step)) ||
+        !check_wire(comm, sync, stats, fmt::format("{} step {}", what, step))) {
+      return false;
+    }
+  }
+  if (peak > largest_bucket) return fail(comm, fmt::format("{}: {} gradient floats alive at once, the largest bucket has {}", what, peak, largest_bucket));
+  std::size_t ring_bytes = static_cast<std::size_t>(ring) * sizeof(float);
+  if (sync.send_buffer_bytes() != ring_bytes || sync.peak_send_buffer_bytes() > ring_bytes) {
+    return fail(comm, fmt::format("{}: send buffers {} bytes (want the ring's {}), {} lent at most", what,
+                                  sync.send_buffer_bytes(), ring_bytes, sync.peak_send_buffer_bytes()));
+  }
+  return true;
+}
+
+// Late-bound gradients misused: a stage-2 parameter registered without a buffer and marked
+// without one, a null buffer at mark_ready, a stage-1 parameter without a buffer, no ring.
+bool released_gradients_misuse(Communicator& comm) {
+  bool ok = throws_invalid(comm, "zero_send_buffers 0", [&] {
+    GradSyncOptions o = zero_options(2);
+    o.zero_send_buffers = 0;
+    GradSync s(comm, o);
+  });
+  ok = throws_invalid(comm, "a stage-1 parameter without a buffer", [&] {
+    GradSync s(comm, zero_options(1));
+    s.add_param("w", nullptr, 10, DType::kF32);
+  }) && ok;
+  GradSync sync(comm, zero_options(2));
+  sync.add_param("w", nullptr, 10, DType::kF32);
+  ok = throws_invalid(comm, "mark_ready(0, nullptr)", [&] { sync.mark_ready(0, nullptr); }) && ok;
+  ok = throws_invalid(comm, "mark_ready(0) with no buffer anywhere", [&] { sync.mark_ready(0); }) && ok;
+  return ok;
 }
 
 }  // namespace
@@ -318,6 +400,8 @@ int scenario_zero_grad_sync(Communicator& comm, const Args&) {
     ok = traced(comm, stage) && ok;
   }
   ok = bad_options_and_snapshots(comm) && ok;
+  for (int send_buffers : {1, 2}) ok = released_gradients(comm, send_buffers) && ok;
+  ok = released_gradients_misuse(comm) && ok;
   if (!ok) return 1;
   RANK_SAY("PASS zero_grad_sync");
   return 0;

@@ -108,7 +108,9 @@ nlohmann::json to_json(const RunSummary& s, const TrainConfig& c) {
           {"model_state", {{"parameters", s.model_state.parameters},
                            {"gradients", s.model_state.gradients},
                            {"master", s.model_state.master},
-                           {"optimizer_state", s.model_state.optimizer_state}}},
+                           {"optimizer_state", s.model_state.optimizer_state},
+                           {"communication_buffers", s.model_state.communication_buffers},
+                           {"peak_gradients", s.model_state.peak_gradients}}},
           {"epochs", epochs}};
 }
 

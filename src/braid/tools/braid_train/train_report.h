@@ -63,6 +63,10 @@ struct RunSummary {
   struct ModelState {
     std::int64_t parameters = 0, gradients = 0, master = 0, optimizer_state = 0;
     std::int64_t total() const { return parameters + gradients + master + optimizer_state; }
+    // Not model states, reported beside them: GradSync's staging (send and shard buffers), and
+    // with --zero 2 the most full-gradient bytes alive at once during a backward (the DDP
+    // releases each bucket's as it is sent).
+    std::int64_t communication_buffers = 0, peak_gradients = 0;
   } model_state;
 };
 

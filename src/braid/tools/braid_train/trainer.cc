@@ -229,7 +229,10 @@ RunSummary Trainer::run() {
   torch::ModelStateBytes state = zero_ ? zero_->model_state_bytes()
                                         : torch::model_state_bytes(ddp_->parameters(), optimizer_.get());
   summary.model_state = {.parameters = state.parameters, .gradients = state.gradients, .master = state.master,
-                         .optimizer_state = state.optimizer_state};
+                         .optimizer_state = state.optimizer_state,
+                         .communication_buffers = static_cast<std::int64_t>(ddp_->grad_sync().send_buffer_bytes() +
+                                                                           ddp_->grad_sync().shard_buffer_bytes()),
+                         .peak_gradients = ddp_->peak_gradient_bytes()};
   finish_run(comm_, config_, summary, *model_, data_->classification());
   return summary;
 }
