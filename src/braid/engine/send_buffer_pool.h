@@ -41,6 +41,7 @@ class SendBufferPool {
 
   std::size_t capacity() const { return ring_.size(); }
   std::size_t bytes() const { return ring_.size() * sizeof(float); }
+  std::size_t lent_floats() const { return lent_floats_; }
   // The most floats lent at once since reset() (at most capacity()).
   std::size_t peak_lent() const { return peak_lent_; }
 
