@@ -1,0 +1,43 @@
+#include "braid/torch/mixed_precision.h"
+
+#include <ATen/autocast_mode.h>
+#include <fmt/format.h>
+
+#include "braid/base/error.h"
+
+namespace braid::torch {
+
+Precision parse_precision(const std::string& name) {
+  if (name == "fp32") return Precision::kFp32;
+  if (name == "bf16") return Precision::kBf16;
+  if (name == "fp16") return Precision::kFp16;
+  throw InvalidArgument({.op = "precision"}, fmt::format("'{}': expected fp32, bf16 or fp16", name));
+}
+
+std::string to_string(Precision precision) {
+  switch (precision) {
+    case Precision::kFp32: return "fp32";
+    case Precision::kBf16: return "bf16";
+    case Precision::kFp16: return "fp16";
+  }
+  return "?";
+}
+
+AutocastScope::AutocastScope(Precision precision) {
+  if (precision != Precision::kBf16) return;
+  active_ = true;
+  was_enabled_ = at::autocast::is_cpu_enabled();
+  was_dtype_ = static_cast<int>(at::autocast::get_autocast_cpu_dtype());
+  at::autocast::set_autocast_cpu_dtype(at::kBFloat16);
+  at::autocast::set_cpu_enabled(true);
+  at::autocast::increment_nesting();
+}
+
+AutocastScope::~AutocastScope() {
+  if (!active_) return;
+  if (at::autocast::decrement_nesting() == 0) at::autocast::clear_cache();
+  at::autocast::set_cpu_enabled(was_enabled_);
+  at::autocast::set_autocast_cpu_dtype(static_cast<at::ScalarType>(was_dtype_));
+}
+
+}  // namespace braid::torch
