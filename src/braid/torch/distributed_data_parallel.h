@@ -90,6 +90,8 @@ class DistributedDataParallel {
   // The parameters GradSync averages (those requiring gradients), in registration order: the
   // index of a parameter here is its GradSync id.
   const std::vector<::torch::Tensor>& parameters() const { return params_; }
+  // Their names (the module's named_parameters keys), by the same index.
+  const std::vector<std::string>& parameter_names() const { return names_; }
   std::int64_t parameter_count() const;
 
  private:
