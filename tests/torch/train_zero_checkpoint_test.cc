@@ -6,7 +6,6 @@
 // element by element through the library (programs/zero_checkpoint_scenarios.cc).
 #include <fmt/format.h>
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -75,6 +74,17 @@ class ZeroCheckpointTest : public TrainTest {
     }
   }
 
+  // braid-zero-checkpoint-rank SCENARIO on `ranks` ranks (programs/zero_checkpoint_scenarios.cc),
+  // in this test's directory; every rank must reach its end.
+  LaunchResult scenario(int ranks, const std::string& name) const {
+    LaunchResult r = launch({.ranks = ranks, .program = test_program_path("braid-zero-checkpoint-rank"),
+                             .args = {name, path("scenario")}, .env = {{"BRAID_TIMEOUT", "60"}},
+                             .timeout_seconds = 120});
+    EXPECT_FALSE(r.timed_out) << r.output;
+    EXPECT_EQ(r.count("PASS " + name), ranks) << r.output;
+    return r;
+  }
+
   // The resumed runs' losses against the uninterrupted run's last steps.
   void expect_resumed_curves(int steps) const {
     std::vector<double> full = step_losses("full.json");
@@ -138,13 +148,8 @@ TEST_F(ZeroCheckpointTest, TransformerWithAdamResumesBitForBitOnFourRanksAndWith
 // 1-4 ranks: every element of the flat parameters (on every rank, after the allgather), of the
 // padding (0) and of every state tensor of every rank's new shard is the value saved for it, bit
 // for bit, and Adam's step count is kept.
-TEST(ZeroCheckpointReshardTest, ReshardAnyWorldToAnyWorld) {
-  std::string dir = (fs::temp_directory_path() / fmt::format("braid-zero-reshard-{}", ::getpid())).string();
-  LaunchResult r = launch({.ranks = 4, .program = test_program_path("braid-zero-checkpoint-rank"),
-                           .args = {"reshard", dir}, .env = {{"BRAID_TIMEOUT", "60"}}, .timeout_seconds = 120});
-  fs::remove_all(dir);
-  ASSERT_FALSE(r.timed_out) << r.output;
-  ASSERT_EQ(r.count("PASS reshard"), 4) << r.output;
+TEST_F(ZeroCheckpointTest, ReshardAnyWorldToAnyWorldThroughTheLibrary) {
+  LaunchResult r = scenario(4, "reshard");
   std::vector<std::string> lines = r.lines_with("RESHARD ");
   EXPECT_EQ(lines.size(), std::size_t(3 * 4 * (1 + 2 + 3 + 4))) << r.output;  // optimizers x n x (ranks of every m)
   for (const std::string& line : lines) EXPECT_NE(line.find("faults 0"), std::string::npos) << line;
@@ -154,13 +159,8 @@ TEST(ZeroCheckpointReshardTest, ReshardAnyWorldToAnyWorld) {
 // read into temporaries and written only after every rank succeeded. Each case fails on every
 // rank with the error kind named, and the parameters and optimizer state are bit for bit those
 // of before the load ("unchanged 1").
-TEST(ZeroCheckpointReshardTest, AFailedLoadChangesNothingOnAnyRank) {
-  std::string dir = (fs::temp_directory_path() / fmt::format("braid-zero-refused-{}", ::getpid())).string();
-  LaunchResult r = launch({.ranks = 3, .program = test_program_path("braid-zero-checkpoint-rank"),
-                           .args = {"refused", dir}, .env = {{"BRAID_TIMEOUT", "60"}}, .timeout_seconds = 120});
-  fs::remove_all(dir);
-  ASSERT_FALSE(r.timed_out) << r.output;
-  ASSERT_EQ(r.count("PASS refused"), 3) << r.output;
+TEST_F(ZeroCheckpointTest, AFailedLoadChangesNothingOnAnyRank) {
+  LaunchResult r = scenario(3, "refused");
   for (const char* refused : {"REFUSED flipped-byte Corrupt unchanged 1", "REFUSED truncated-shard Corrupt unchanged 1",
                               "REFUSED missing-shard Corrupt unchanged 1", "REFUSED damaged-manifest Corrupt unchanged 1",
                               "REFUSED another-model InvalidArgument unchanged 1"}) {
@@ -190,23 +190,15 @@ TEST_F(ZeroCheckpointTest, BadCheckpointsAreRefusedOnEveryRankNamingTheFileOrThe
     std::string message;           // on every rank
   };
   auto none = [](const std::string&) {};
-  // A quarter in lies in the parameters' bytes (the middle may fall in the zip padding between
-  // two tensors, which no reader looks at).
-  auto flip = [](const std::string& file) {
-    std::fstream io(file, std::ios::in | std::ios::out | std::ios::binary);
-    auto quarter = static_cast<std::streamoff>(fs::file_size(file) / 4);
-    char c = 0;
-    io.seekg(quarter);
-    io.get(c);
-    io.seekp(quarter);
-    io.put(static_cast<char>(c ^ 0x08));
-  };
   std::vector<Case> cases = {
       {"missing shard", mlp, "mlp", [](const std::string& d) { fs::remove(d + "/zero-1-rank1.pt"); },
        "zero-1-rank1.pt is missing"},
       {"truncated shard", mlp, "mlp", [](const std::string& d) { fs::resize_file(d + "/zero-1-rank0.pt", 4096); },
        "zero-1-rank0.pt has 4096 bytes, the manifest recorded"},
-      {"flipped byte", mlp, "mlp", [&](const std::string& d) { flip(d + "/zero-1-rank0.pt"); },
+      // A quarter in lies in the parameters' bytes (the middle may fall in the zip padding
+      // between two tensors, which no reader looks at).
+      {"flipped byte", mlp, "mlp",
+       [](const std::string& d) { damage(d + "/zero-1-rank0.pt", fs::file_size(d + "/zero-1-rank0.pt") / 4, 1, 0x08); },
        "zero-1-rank0.pt: tensor 'bucket0.param' is damaged"},
       {"missing manifest", mlp, "mlp", [](const std::string& d) { fs::remove(d + "/zero-checkpoint.json"); },
        "there is no checkpoint at "},

@@ -21,10 +21,11 @@ std::string bytes_of(::torch::serialize::OutputArchive& archive) {
   return out.str();
 }
 
-// The file, loaded, after its size was checked against the manifest's: a missing or truncated
-// file is named as such, not as whatever LibTorch's zip reader makes of it.
-void open_checked(::torch::serialize::InputArchive& archive, const std::string& path, std::int64_t bytes,
-                  const ErrorContext& context) {
+// Opens the file after checking its size against the manifest's (a missing or truncated file
+// is named as such, not as whatever LibTorch's zip reader makes of it), reads its checksum
+// table, and returns read(reader, archive); LibTorch's own errors become Corrupt naming the file.
+template <typename Read>
+auto read_archive(const std::string& path, std::int64_t bytes, const ErrorContext& context, Read&& read) {
   std::error_code error;
   auto size = std::filesystem::file_size(path, error);
   if (error) {
@@ -36,8 +37,11 @@ void open_checked(::torch::serialize::InputArchive& archive, const std::string& 
                                        bytes));
   }
   try {
+    ::torch::serialize::InputArchive archive;
     archive.load_from(path);
-  } catch (const c10::Error& e) {
+    ChecksumTable table = read_checksums_table(archive, context, path);
+    return read(CheckedReader{table, context, path}, archive);
+  } catch (const c10::Error& e) {  // not an archive, or a tensor LibTorch cannot find or decode
     throw Corrupt(context, fmt::format("cannot read {}: {}", path, e.what_without_backtrace()));
   }
 }
@@ -95,21 +99,15 @@ std::string encode_shard_file(ZeroOptimizer& zero, const std::string& kind, std:
 std::map<int, SavedShard> read_shard_file(const std::string& path, std::int64_t bytes, const engine::ShardLayout& from,
                                           int rank, std::int64_t generation, const std::string& kind,
                                           const ErrorContext& context) {
-  ::torch::serialize::InputArchive archive;
-  open_checked(archive, path, bytes, context);
-  try {
-    ChecksumTable table = read_checksums_table(archive, context, path);
-    CheckedReader reader{table, context, path};
+  return read_archive(path, bytes, context, [&](const CheckedReader& reader, ::torch::serialize::InputArchive& archive) {
     auto buckets = static_cast<std::int64_t>(from.buffers.size());
     ::torch::Tensor header = read_sized(reader, archive, "header", 5, ::torch::kInt64);
     std::vector<std::int64_t> want = {kShardFormat, generation, rank, from.world_size(), buckets};
-    for (std::size_t i = 0; i < want.size(); ++i) {
-      if (header[static_cast<std::int64_t>(i)].item<std::int64_t>() != want[i]) {
-        throw Corrupt(context, fmt::format("{}: its header (format, generation, rank, world, buckets) is [{}], the "
-                                           "manifest expects [{}]",
-                                           path, fmt::join(header.data_ptr<std::int64_t>(), header.data_ptr<std::int64_t>() + 5, ", "),
-                                           fmt::join(want, ", ")));
-      }
+    std::vector<std::int64_t> got(header.data_ptr<std::int64_t>(), header.data_ptr<std::int64_t>() + 5);
+    if (got != want) {
+      throw Corrupt(context, fmt::format("{}: its header (format, generation, rank, world, buckets) is [{}], the "
+                                         "manifest expects [{}]",
+                                         path, fmt::join(got, ", "), fmt::join(want, ", ")));
     }
     std::map<int, SavedShard> shards;
     for (int b = 0; b < static_cast<int>(buckets); ++b) {
@@ -117,9 +115,7 @@ std::map<int, SavedShard> read_shard_file(const std::string& path, std::int64_t 
       if (s.end > s.begin) shards[b] = read_bucket(reader, archive, b, s.end - s.begin, kind);
     }
     return shards;
-  } catch (const c10::Error& e) {  // a tensor LibTorch cannot find or decode
-    throw Corrupt(context, fmt::format("cannot read {}: {}", path, e.what_without_backtrace()));
-  }
+  });
 }
 
 std::string encode_buffers_file(::torch::nn::Module& module) {
@@ -135,11 +131,7 @@ std::string encode_buffers_file(::torch::nn::Module& module) {
 std::vector<std::pair<::torch::Tensor, ::torch::Tensor>> read_buffers_file(const std::string& path, std::int64_t bytes,
                                                                            ::torch::nn::Module& module,
                                                                            const ErrorContext& context) {
-  ::torch::serialize::InputArchive archive;
-  open_checked(archive, path, bytes, context);
-  try {
-    ChecksumTable table = read_checksums_table(archive, context, path);
-    CheckedReader reader{table, context, path};
+  return read_archive(path, bytes, context, [&](const CheckedReader& reader, ::torch::serialize::InputArchive& archive) {
     std::vector<std::pair<::torch::Tensor, ::torch::Tensor>> buffers;
     for (auto& item : module.named_buffers(/*recurse=*/true)) {
       ::torch::Tensor stored = reader.read(archive, "buffer." + item.key(), "", /*is_buffer=*/true);
@@ -151,9 +143,7 @@ std::vector<std::pair<::torch::Tensor, ::torch::Tensor>> read_buffers_file(const
       buffers.emplace_back(item.value(), stored);
     }
     return buffers;
-  } catch (const c10::Error& e) {
-    throw Corrupt(context, fmt::format("cannot read {}: {}", path, e.what_without_backtrace()));
-  }
+  });
 }
 
 }  // namespace braid::torch
