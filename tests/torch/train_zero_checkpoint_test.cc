@@ -147,11 +147,15 @@ TEST_F(ZeroCheckpointTest, TransformerWithAdamResumesBitForBitOnFourRanksAndWith
 // and AdamW, 232 floats in buckets of up to 131, saved at 1-4 ranks and each checkpoint loaded at
 // 1-4 ranks: every element of the flat parameters (on every rank, after the allgather), of the
 // padding (0) and of every state tensor of every rank's new shard is the value saved for it, bit
-// for bit, and Adam's step count is kept.
+// for bit, and Adam's step count is kept. Also loaded at 4 ranks into other buckets (one per
+// parameter, as another --bucket-mb would make): the re-cut crosses bucket boundaries.
 TEST_F(ZeroCheckpointTest, ReshardAnyWorldToAnyWorldThroughTheLibrary) {
   LaunchResult r = scenario(4, "reshard");
   std::vector<std::string> lines = r.lines_with("RESHARD ");
   EXPECT_EQ(lines.size(), std::size_t(3 * 4 * (1 + 2 + 3 + 4))) << r.output;  // optimizers x n x (ranks of every m)
+  std::vector<std::string> regrouped = r.lines_with("REGROUPED ");
+  EXPECT_EQ(regrouped.size(), std::size_t(3 * 4 * 4)) << r.output;  // optimizers x n x ranks
+  lines.insert(lines.end(), regrouped.begin(), regrouped.end());
   for (const std::string& line : lines) EXPECT_NE(line.find("faults 0"), std::string::npos) << line;
 }
 

@@ -3,7 +3,8 @@
 //   braid-zero-checkpoint-rank reshard DIR   for SGD (momentum), Adam (amsgrad) and AdamW: a
 //       ZeroOptimizer whose parameters and state are known functions of each element's place in
 //       its bucket is saved at n = 1..W ranks (sub-communicators of the world of W) and every
-//       checkpoint loaded at m = 1..W: "RESHARD <optimizer> <n> -> <m> faults F" per rank of m
+//       checkpoint loaded at m = 1..W: "RESHARD <optimizer> <n> -> <m> faults F" per rank of m,
+//       and at W into other buckets (one per parameter): "REGROUPED ... buckets 6 faults F"
 //   braid-zero-checkpoint-rank refused DIR   a checkpoint damaged (a flipped byte, a truncated or
 //       missing shard file, a damaged manifest) or of another model, loaded into a ZeroOptimizer
 //       that has trained a step: "REFUSED <case> <error kind> unchanged <1|0>" per rank, 1 when
@@ -60,11 +61,13 @@ std::unique_ptr<torch::optim::Optimizer> make_optimizer(const std::string& kind,
 }
 
 // Built and stepped once (so that the optimizer has state), from `seed`'s initialisation.
-Trained train_one_step(braid::Communicator& comm, const std::string& kind, int seed, int hidden = 16) {
+// cap "0.0005" MiB: buckets of up to 131 floats; "0.00001": every parameter a bucket of its own.
+Trained train_one_step(braid::Communicator& comm, const std::string& kind, int seed, int hidden = 16,
+                       const std::string& cap = "0.0005") {
   torch::manual_seed(seed);
   Trained t{.model = std::make_shared<Net>(hidden)};
   t.ddp = std::make_unique<braid::torch::DistributedDataParallel>(comm, t.model,
-                                                                  braid::torch::DdpOptions{.bucket_cap = "0.0005", .zero_stage = 1});
+                                                                  braid::torch::DdpOptions{.bucket_cap = cap, .zero_stage = 1});
   t.zero = std::make_unique<ZeroOptimizer>(*t.ddp, [&](std::vector<torch::Tensor> shards) {
     return make_optimizer(kind, std::move(shards));
   });
@@ -76,11 +79,15 @@ Trained train_one_step(braid::Communicator& comm, const std::string& kind, int s
   return t;
 }
 
-// The known value of bucket b's element i in tensor k (0: the parameter, k > 0: state tensor
-// k - 1): exact in float, different for every (b, i, k) of these small buckets.
-torch::Tensor pattern(int b, std::int64_t begin, std::int64_t end, int k) {
-  torch::Tensor i = torch::arange(begin, end, torch::kInt64);
-  return ((i + b * 1009 + k * 7919) % 65536).to(torch::kFloat32) / 256.0f;
+// The known value of tensor k (0: the parameter, k > 0: state tensor k - 1) at elements
+// [begin, end) of bucket b: a function of the element's place in the model's bucket order (the
+// buckets before b, then its offset in b), so that it reads the same whatever the bucket cap;
+// exact in float, different for every (element, k) of this small model.
+torch::Tensor pattern(ZeroOptimizer& zero, int b, std::int64_t begin, std::int64_t end, int k) {
+  std::int64_t before = 0;
+  for (int a = 0; a < b; ++a) before += zero.ddp().grad_sync().plan().buckets[static_cast<std::size_t>(a)].elements;
+  torch::Tensor i = torch::arange(before + begin, before + end, torch::kInt64);
+  return ((i + k * 7919) % 65536).to(torch::kFloat32) / 256.0f;
 }
 
 void set_known_values(ZeroOptimizer& zero, const std::string& kind) {
@@ -88,9 +95,9 @@ void set_known_values(ZeroOptimizer& zero, const std::string& kind) {
   for (int b = 0; b < zero.bucket_count(); ++b) {
     const braid::BucketShard& s = zero.bucket_shard(b);
     if (s.end == s.begin) continue;
-    zero.shard(b).copy_(pattern(b, s.begin, s.end, 0));
+    zero.shard(b).copy_(pattern(zero, b, s.begin, s.end, 0));
     braid::torch::ShardState state = braid::torch::shard_state(zero.inner(), kind, zero.shard(b));
-    for (std::size_t k = 0; k < state.tensors.size(); ++k) state.tensors[k] = pattern(b, s.begin, s.end, int(k) + 1);
+    for (std::size_t k = 0; k < state.tensors.size(); ++k) state.tensors[k] = pattern(zero, b, s.begin, s.end, int(k) + 1);
     state.step = 7;
     braid::torch::set_shard_state(zero.inner(), kind, zero.shard(b), state);
   }
@@ -103,14 +110,14 @@ int faults_after_load(ZeroOptimizer& zero, const std::string& kind) {
   for (int b = 0; b < zero.bucket_count(); ++b) {
     std::int64_t elements = zero.ddp().grad_sync().plan().buckets[static_cast<std::size_t>(b)].elements;
     const torch::Tensor& flat = zero.flat_parameters(b);
-    faults += !torch::equal(flat.slice(0, 0, elements), pattern(b, 0, elements, 0));
+    faults += !torch::equal(flat.slice(0, 0, elements), pattern(zero, b, 0, elements, 0));
     faults += static_cast<int>(flat.slice(0, elements).ne(0).sum().item<std::int64_t>());
     const braid::BucketShard& s = zero.bucket_shard(b);
     if (s.end == s.begin) continue;
     braid::torch::ShardState state = braid::torch::shard_state(zero.inner(), kind, zero.shard(b));
     faults += !state.present || (kind != "sgd" && state.step != 7);
     for (std::size_t k = 0; k < state.tensors.size(); ++k) {
-      faults += !torch::equal(state.tensors[k], pattern(b, s.begin, s.end, int(k) + 1));
+      faults += !torch::equal(state.tensors[k], pattern(zero, b, s.begin, s.end, int(k) + 1));
     }
   }
   return faults;
@@ -121,6 +128,8 @@ std::optional<braid::Communicator> first_ranks(braid::Communicator& world, int n
   return world.split(world.rank() < n ? 0 : braid::Communicator::kUndefinedColor, world.rank());
 }
 
+// Saves at n = 1..W and loads each at m = 1..W (buckets of up to 131 floats), and at m = W into
+// one bucket per parameter (other bucket boundaries: the re-cut crosses them).
 void reshard(braid::Communicator& world, const std::string& dir) {
   for (const std::string kind : {"sgd", "adam-amsgrad", "adamw"}) {
     for (int n = 1; n <= world.size(); ++n) {
@@ -140,6 +149,12 @@ void reshard(braid::Communicator& world, const std::string& dir) {
         }
         world.barrier();
       }
+    }
+    for (int n = 1; n <= world.size(); ++n) {
+      Trained t = train_one_step(world, kind, 2, 16, "0.00001");
+      braid::torch::load_zero_checkpoint(world, fmt::format("{}/{}-{}", dir, kind, n), *t.zero, "test");
+      std::printf("REGROUPED %s %d -> %d buckets %d faults %d\n", kind.c_str(), n, world.size(), t.zero->bucket_count(),
+                  faults_after_load(*t.zero, kind));
     }
   }
 }
