@@ -18,4 +18,15 @@ std::vector<float> exported_parameters(const std::string& model, const std::stri
   return flat;
 }
 
+void damage(const std::string& file, std::uintmax_t offset, std::size_t count, std::uint8_t mask) {
+  std::fstream io(file, std::ios::in | std::ios::out | std::ios::binary);
+  ASSERT_TRUE(io) << file;
+  std::vector<char> bytes(count);
+  io.seekg(static_cast<std::streamoff>(offset));
+  io.read(bytes.data(), static_cast<std::streamsize>(count));
+  for (char& b : bytes) b = static_cast<char>(mask != 0 ? (b ^ mask) : 0xA5);
+  io.seekp(static_cast<std::streamoff>(offset));
+  io.write(bytes.data(), static_cast<std::streamsize>(count));
+}
+
 }  // namespace braid::testing

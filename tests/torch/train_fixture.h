@@ -61,6 +61,10 @@ class TrainTest : public ::testing::Test {
   std::filesystem::path dir_;
 };
 
+// The byte at `offset` XORed with `mask`, or `count` bytes from `offset` overwritten with 0xA5:
+// the two damages of the checkpoint tests (a flipped bit, a 4 KiB overwrite in the middle).
+void damage(const std::string& file, std::uintmax_t offset, std::size_t count, std::uint8_t mask);
+
 // Parameters of an exported model (--export), flattened in registration order (train_fixture.cc).
 std::vector<float> exported_parameters(const std::string& model, const std::string& file);
 

@@ -181,19 +181,6 @@ TEST_F(TrainTest, BadInputFailsOnEveryRankWithAClearMessage) {
   }
 }
 
-// The byte at `offset` XORed with `mask`, or `count` bytes from `offset` overwritten with 0xA5:
-// the two damages of the issue (a flipped bit, a 4 KiB overwrite in the middle of the file).
-void damage(const std::string& file, std::uintmax_t offset, std::size_t count, std::uint8_t mask) {
-  std::fstream io(file, std::ios::in | std::ios::out | std::ios::binary);
-  ASSERT_TRUE(io) << file;
-  std::vector<char> bytes(count);
-  io.seekg(static_cast<std::streamoff>(offset));
-  io.read(bytes.data(), static_cast<std::streamsize>(count));
-  for (char& b : bytes) b = static_cast<char>(mask != 0 ? (b ^ mask) : 0xA5);
-  io.seekp(static_cast<std::streamoff>(offset));
-  io.write(bytes.data(), static_cast<std::streamsize>(count));
-}
-
 // A damaged checkpoint used to resume "successfully" into wrong parameters: every tensor now
 // carries a CRC32C, checked on every rank, and a mismatch fails every rank naming file and tensor.
 TEST_F(TrainTest, ADamagedCheckpointIsRefusedOnEveryRankNamingTheTensor) {

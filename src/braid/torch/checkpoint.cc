@@ -3,17 +3,15 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cstring>
 #include <exception>
 #include <filesystem>
 #include <sstream>
 
 #include "braid/base/atomic_file.h"
-#include "braid/base/crc32c.h"
 #include "braid/base/error.h"
 #include "braid/collectives/collectives.h"
 #include "braid/collectives/failure_agreement.h"
-#include "braid/torch/checkpoint_checksums.h"
+#include "braid/torch/checked_archive.h"
 
 namespace braid::torch {
 namespace {
@@ -29,16 +27,6 @@ bool all_ranks(Communicator& comm, bool ok) {
   std::uint8_t mine = ok ? 1 : 0;
   allgather(comm, &mine, flags.data(), 1, DType::kU8);
   return std::all_of(flags.begin(), flags.end(), [](std::uint8_t f) { return f == 1; });
-}
-
-::torch::Tensor bytes_tensor(const void* data, std::size_t size) {
-  ::torch::Tensor t = ::torch::empty({static_cast<std::int64_t>(size)}, ::torch::kUInt8);
-  if (size > 0) std::memcpy(t.data_ptr(), data, size);
-  return t;
-}
-
-std::string string_of(const ::torch::Tensor& t) {
-  return std::string(static_cast<const char*>(t.data_ptr()), static_cast<std::size_t>(t.numel()));
 }
 
 // Every rank's serialized compression state, at rank 0 (empty elsewhere): padded to the
@@ -60,30 +48,6 @@ std::vector<std::vector<std::byte>> gather_states(Communicator& comm, const std:
   }
   return states;
 }
-
-// Writes `t` under `key` and records the CRC32C of its bytes under `prefix + key`.
-void write_checked(::torch::serialize::OutputArchive& archive, ChecksumTable& table, const std::string& prefix,
-                   const std::string& key, const ::torch::Tensor& t, bool is_buffer = false) {
-  ::torch::Tensor c = t.detach().contiguous();
-  table.add(prefix + key, c.data_ptr(), static_cast<std::size_t>(c.nbytes()));
-  archive.write(key, c, is_buffer);
-}
-
-// Reads tensors and checks each against the checkpoint's table before anything uses it.
-struct CheckedReader {
-  const ChecksumTable& table;
-  const ErrorContext& context;
-  const std::string& path;
-
-  ::torch::Tensor read(::torch::serialize::InputArchive& archive, const std::string& key,
-                       const std::string& prefix = "", bool is_buffer = false) const {
-    ::torch::Tensor t;
-    archive.read(key, t, is_buffer);
-    t = t.contiguous();
-    table.verify(prefix + key, t.data_ptr(), static_cast<std::size_t>(t.nbytes()), context, path);
-    return t;
-  }
-};
 
 // Parameters and buffers by their full names, flat. (Module::save/load would do, but load
 // rebinds each parameter to the loaded storage with set_(), which detaches it from the gradient
@@ -142,10 +106,7 @@ std::string encode_archive(DistributedDataParallel& ddp, ::torch::optim::Optimiz
   for (std::size_t r = 0; r < states.size(); ++r) {
     write_checked(archive, table, "", fmt::format("residuals_rank{}", r), bytes_tensor(states[r].data(), states[r].size()));
   }
-  std::string checksums = table.encode();
-  archive.write("checksums", bytes_tensor(checksums.data(), checksums.size()));
-  archive.write("checksums_crc32c", ::torch::tensor({static_cast<std::int64_t>(crc32c(checksums.data(), checksums.size()))},
-                                                    ::torch::kInt64));
+  write_checksums(archive, table);
   std::ostringstream out;
   archive.save_to(out);
   return out.str();
@@ -184,18 +145,14 @@ namespace {
 // The table of checksums, checked itself, after the format: nothing else is trusted before it.
 ChecksumTable read_checksums(::torch::serialize::InputArchive& archive, const ErrorContext& context,
                              const std::string& path) {
-  ::torch::Tensor format, checksums, checksums_crc;
+  ::torch::Tensor format;
   archive.read("format", format);
   if (format.numel() != 1 || format.item<std::int64_t>() != kFormatVersion) {
     throw Corrupt(context, fmt::format("{} has checkpoint format {}, this braid reads {} (format 1 carried no "
                                        "checksums and cannot be verified: start without --resume)",
                                        path, format.numel() == 1 ? format.item<std::int64_t>() : -1, kFormatVersion));
   }
-  archive.read("checksums", checksums);
-  archive.read("checksums_crc32c", checksums_crc);
-  if (checksums_crc.numel() != 1) throw Corrupt(context, fmt::format("{}: no checksum of its checksum table", path));
-  return ChecksumTable::decode(string_of(checksums), static_cast<std::uint32_t>(checksums_crc.item<std::int64_t>()),
-                               context, path);
+  return read_checksums_table(archive, context, path);
 }
 
 // Everything but the checks of the format: position, GradSync's snapshot, model and optimizer.

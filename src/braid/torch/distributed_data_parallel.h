@@ -102,6 +102,8 @@ class DistributedDataParallel {
   // The parameters GradSync averages (those requiring gradients), in registration order: the
   // index of a parameter here is its GradSync id.
   const std::vector<::torch::Tensor>& parameters() const { return params_; }
+  // Their names (the module's named_parameters keys), by the same index.
+  const std::vector<std::string>& parameter_names() const { return names_; }
   std::int64_t parameter_count() const;
   // ZeRO-2 (zero_stage 2): the gradients are released bucket by bucket as GradSync copies them
   // (see the file comment); the most gradient bytes alive at once during a backward, over the

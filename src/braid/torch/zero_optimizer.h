@@ -42,11 +42,11 @@
 // flight, then one wait). No staging buffer, no copy back: every rank ends with identical
 // parameters.
 //
-// Checkpoints: state()/load_state() of the sharded optimizer are not implemented yet; sharded
-// checkpoints (each rank saving its shards, resharding n -> m with engine/shard_layout.h) are
-// the next step. Construct the ZeroOptimizer after any parameters are loaded and do not
-// replace the parameters' data afterwards (set_data, load): the flat tensors are built from the
-// parameters at construction and the parameters must stay views of them.
+// Checkpoints: zero_checkpoint.h (every rank saves its shards and their inner state, and a
+// checkpoint loads at any world size, resharded). Construct the ZeroOptimizer after any
+// parameters are loaded and do not replace the parameters' data afterwards (set_data, load):
+// the flat tensors are built from the parameters at construction and the parameters must stay
+// views of them; load_zero_checkpoint writes into the shards and allgathers, in place.
 //
 // Thread-safety: one thread (the training loop). Collective: every rank of the DDP's
 // communicator constructs it, and calls step() and clip_grad_norm() at the same points.
@@ -120,6 +120,11 @@ class ZeroOptimizer {
   // The inner optimizer's parameter for bucket b: [begin, end) of flat_parameters(b).
   const ::torch::Tensor& shard(int bucket) const { return at(bucket).owned; }
   int stage() const { return ddp_.options().zero_stage; }
+  // For checkpoints (zero_checkpoint.h): the wrapped DDP, the buckets and this rank's shard of
+  // each (GradSync::bucket_shard, fixed at construction).
+  DistributedDataParallel& ddp() { return ddp_; }
+  int bucket_count() const { return static_cast<int>(shards_.size()); }
+  const BucketShard& bucket_shard(int bucket) const { return at(bucket).layout; }
 
  private:
   struct Shard {

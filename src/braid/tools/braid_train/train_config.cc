@@ -47,12 +47,21 @@ double TrainConfig::learning_rate() const {
   return optimizer == "adam" ? 1e-3 : 0.02;
 }
 
+// Everything but the model and the world size: it shapes the trajectory at every world size.
+std::string TrainConfig::trajectory_part() const {
+  return fmt::format("batch={} accumulate={} optimizer={} lr={} compress={} min-elements={} warmup={} bucket-mb={} "
+                     "seed={} train-samples={}{}{}",
+                     batch, accumulate, optimizer, learning_rate(), compress, compress_min_elements, warmup_steps,
+                     bucket_mb, seed, train_samples, gpt_part(*this), pipeline_part(*this));
+}
+
 std::string TrainConfig::fingerprint(int world) const {
-  return fmt::format("model={} world={} batch={} accumulate={} optimizer={} lr={} compress={} min-elements={} "
-                     "warmup={} bucket-mb={} seed={} train-samples={}{}{}",
-                     model, world, batch, accumulate, optimizer, learning_rate(), compress, compress_min_elements,
-                     warmup_steps, bucket_mb, seed, train_samples, gpt_part(*this), pipeline_part(*this)) +
+  return fmt::format("model={} world={} {}", model, world, trajectory_part()) +
          (zero > 0 ? fmt::format(" zero={}", zero) : "");
+}
+
+std::string TrainConfig::zero_fingerprint(std::int64_t steps_per_epoch) const {
+  return fmt::format("model={} {} zero steps-per-epoch={}", model, trajectory_part(), steps_per_epoch);
 }
 
 void add_train_flags(CLI::App& app, TrainConfig& c) {
@@ -83,7 +92,8 @@ void add_train_flags(CLI::App& app, TrainConfig& c) {
   app.add_option("--bucket-mb", c.bucket_mb, "MiB per gradient bucket, or auto")->capture_default_str();
   app.add_option("--accumulate", c.accumulate, "micro-batches per optimizer step (gradient accumulation)")
       ->capture_default_str();
-  app.add_option("--checkpoint-dir", c.checkpoint_dir, "write checkpoints here (rank 0, atomically)");
+  app.add_option("--checkpoint-dir", c.checkpoint_dir,
+                 "write checkpoints here (atomically; rank 0, or with --zero every rank its shards)");
   app.add_option("--checkpoint-every", c.checkpoint_every, "steps between checkpoints (0: each epoch end)");
   app.add_flag("--resume", c.resume, "continue from --checkpoint-dir's checkpoint (an error when there is none)");
   app.add_flag("--resume-if-present", c.resume_if_present,
@@ -195,9 +205,6 @@ void validate_zero(const TrainConfig& c) {
         "not implemented yet");
   }
   if (c.compress != "none") bad(fmt::format("with --compress {}: ZeRO reduce-scatters uncompressed gradients", c.compress));
-  if (!c.checkpoint_dir.empty() || c.resumes()) {
-    bad("with --checkpoint-dir or --resume: sharded checkpoints are not implemented yet (they come next)");
-  }
 }
 
 }  // namespace

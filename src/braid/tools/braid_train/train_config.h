@@ -62,6 +62,7 @@ struct TrainConfig {
 
   bool is_gpt() const { return model == "gpt" || model == "gpt-small"; }
   GptSize gpt_size() const;
+  std::string trajectory_part() const;  // the fingerprints' settings after the model and world
   // Tensor or pipeline parallelism (or dropout, whose streams a mesh checkpoint keeps): the
   // mesh trainer (mesh_trainer.h) rather than the data-parallel one.
   bool uses_mesh() const { return tp > 1 || pp > 1 || dropout > 0; }
@@ -70,6 +71,13 @@ struct TrainConfig {
   bool resumes() const { return resume || resume_if_present; }
   // What a checkpoint must agree with to be resumed (everything that shapes the trajectory).
   std::string fingerprint(int world) const;
+  // The same for a sharded ZeRO checkpoint, which loads at any world size: without the world
+  // size (and the stage: stages 1 and 2 compute the same numbers), with the epoch's length in
+  // steps, which the world size can change (the sampler pads an epoch to a multiple of it, so
+  // an epoch of N samples has floor(ceil(N / n) / (batch / n)) steps: e.g. 95 samples with
+  // --batch 12 make 8 steps on 2, 3 or 4 ranks but 7 on 1), and with it which samples a saved
+  // (epoch, batch) position names.
+  std::string zero_fingerprint(std::int64_t steps_per_epoch) const;
 };
 
 // Registers every flag on `app`, writing into `config`.
@@ -78,7 +86,7 @@ void add_train_flags(CLI::App& app, TrainConfig& config);
 // Throws InvalidArgument naming the flag and its valid range for a bad value (a learning rate
 // that is not a finite number > 0 included: it is refused, never replaced by the default), or a
 // global batch that the world size (times --accumulate) does not divide; --zero with what it
-// does not support yet (the mesh flags, --compress, checkpoints, stage 3).
+// does not support yet (the mesh flags, --compress, stage 3).
 void validate(const TrainConfig& config, int world);
 
 }  // namespace braid::train

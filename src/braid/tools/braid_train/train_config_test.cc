@@ -112,8 +112,29 @@ TEST(TrainConfig, ZeroStagesAndWhatTheyRefuse) {
   refused({"--model", "gpt", "--zero", "1", "--tp", "2", "--checkpoint-dir", "ckpt"},
           "mesh checkpoints of a sharded optimizer are not implemented yet");
   refused({"--zero", "1", "--compress", "int8"}, "--zero 1: with --compress int8");
-  refused({"--zero", "1", "--checkpoint-dir", "ckpt"}, "sharded checkpoints are not implemented yet");
-  refused({"--zero", "2", "--checkpoint-dir", "ckpt", "--resume-if-present"}, "with --checkpoint-dir or --resume");
+  // Sharded checkpoints (torch/zero_checkpoint.h) are accepted.
+  EXPECT_EQ(error_of(parse({"--zero", "1", "--checkpoint-dir", "ckpt", "--checkpoint-every", "2"}), 4), "");
+  EXPECT_EQ(error_of(parse({"--zero", "2", "--checkpoint-dir", "ckpt", "--resume-if-present"}), 4), "");
+  EXPECT_EQ(error_of(parse({"--zero", "2", "--checkpoint-dir", "ckpt", "--resume"}), 2), "");
+}
+
+// A ZeRO checkpoint resumes at any world size: its fingerprint has no world size and no stage
+// (stages 1 and 2 compute the same numbers), but the epoch's length in steps, and everything
+// else that changes the trajectory.
+TEST(TrainConfig, ZeroFingerprintLeavesOutTheWorldSizeOnly) {
+  TrainConfig a = parse({"--zero", "1"}), b = parse({"--zero", "2"});
+  EXPECT_EQ(a.zero_fingerprint(10), b.zero_fingerprint(10));
+  EXPECT_EQ(a.zero_fingerprint(10).find("world"), std::string::npos) << a.zero_fingerprint(10);
+  EXPECT_NE(a.zero_fingerprint(10), a.zero_fingerprint(11));
+  EXPECT_NE(a.zero_fingerprint(10), a.fingerprint(2));
+  for (std::vector<std::string> other : std::vector<std::vector<std::string>>{
+           {"--batch", "64"}, {"--optimizer", "adam"}, {"--lr", "0.5"}, {"--seed", "7"}, {"--bucket-mb", "1"},
+           {"--accumulate", "2"}, {"--train-samples", "100"}, {"--model", "gpt"}}) {
+    other.insert(other.end(), {"--zero", "1"});
+    EXPECT_NE(parse(other).zero_fingerprint(10), a.zero_fingerprint(10)) << other.front() << " " << other[1];
+  }
+  EXPECT_NE(parse({"--model", "gpt", "--zero", "1", "--width", "64"}).zero_fingerprint(10),
+            parse({"--model", "gpt", "--zero", "1"}).zero_fingerprint(10));
 }
 
 }  // namespace

@@ -19,6 +19,7 @@
 #include "braid/tools/braid_train/blas_runtime.h"
 #include "braid/tools/braid_train/models.h"
 #include "braid/tools/braid_train/mesh_trainer.h"
+#include "braid/tools/braid_train/trainer_checkpoint.h"
 #include "braid/tools/braid_train/training_common.h"
 #include "braid/tools/braid_train/training_data.h"
 
@@ -39,7 +40,10 @@ class Trainer {
   void resume();
   void train_epoch(std::int64_t epoch, std::int64_t first_batch, EpochFigures& figures);
   double train_step(std::span<const std::int64_t> indices, EpochFigures& figures);
-  void save(const torch::TrainingPosition& position);
+  TrainerCheckpoint checkpoint() {
+    return {.comm = comm_, .config = config_, .ddp = *ddp_, .optimizer = optimizer_.get(), .zero = zero_.get(),
+            .steps_per_epoch = steps_per_epoch_};
+  }
   void progress(std::int64_t epoch, std::int64_t batch, double loss);
   void finish_epoch(EpochFigures& figures, double loss_sum, double epoch_seconds);
 
@@ -94,18 +98,17 @@ void Trainer::set_up() {
 }
 
 // --resume promises the user a continued run: without a checkpoint it is refused on every rank
-// (load_checkpoint's answer is rank 0's, so all agree); --resume-if-present starts at step 0
-// and says so.
+// (the loaders' answer is rank 0's, so all agree); --resume-if-present starts at step 0 and
+// says so. A ZeRO checkpoint resumes at any world size (trainer_checkpoint.h).
 void Trainer::resume() {
-  std::optional<torch::TrainingPosition> position =
-      torch::load_checkpoint(comm_, config_.checkpoint_dir, *ddp_, *optimizer_, config_.fingerprint(comm_.size()));
+  std::optional<torch::TrainingPosition> position = load_trainer_checkpoint(checkpoint());
   if (position) {
     start_ = *position;
     step_ = position->step;
     resumed_ = true;
     return;
   }
-  std::string path = torch::checkpoint_path(config_.checkpoint_dir);
+  std::string path = checkpoint().path();
   if (config_.resume_if_present) {
     say(comm_, fmt::format("no checkpoint at {}: --resume-if-present starts from step 0", path));
     return;
@@ -162,10 +165,6 @@ double Trainer::train_step(std::span<const std::int64_t> indices, EpochFigures& 
   return loss_sum;
 }
 
-void Trainer::save(const torch::TrainingPosition& position) {
-  torch::save_checkpoint(comm_, config_.checkpoint_dir, *ddp_, *optimizer_, position, config_.fingerprint(comm_.size()));
-}
-
 void Trainer::progress(std::int64_t epoch, std::int64_t batch, double loss) {
   if (config_.quiet || seconds_since(last_progress_) < config_.log_interval) return;
   last_progress_ = Clock::now();
@@ -190,7 +189,8 @@ void Trainer::train_epoch(std::int64_t epoch, std::int64_t first_batch, EpochFig
     if (!config_.checkpoint_dir.empty() &&
         ((config_.checkpoint_every > 0 && step_ % config_.checkpoint_every == 0) ||
          (config_.checkpoint_every == 0 && (epoch_done || step_ == total_steps_)))) {
-      save(epoch_done ? torch::TrainingPosition{step_, epoch + 1, 0} : torch::TrainingPosition{step_, epoch, batch + 1});
+      save_trainer_checkpoint(checkpoint(), epoch_done ? torch::TrainingPosition{step_, epoch + 1, 0}
+                                                       : torch::TrainingPosition{step_, epoch, batch + 1});
     }
   }
   figures.samples = figures.steps * config_.batch;
@@ -212,7 +212,7 @@ RunSummary Trainer::run() {
                   config_.batch, rank_batch_,
                   config_.accumulate > 1 ? fmt::format(" in {} micro-batches", config_.accumulate) : "",
                   steps_per_epoch_, blas_description()));
-  if (resumed_) say(comm_, fmt::format("resumed from {} at step {} (epoch {}, batch {})", torch::checkpoint_path(config_.checkpoint_dir),
+  if (resumed_) say(comm_, fmt::format("resumed from {} at step {} (epoch {}, batch {})", checkpoint().path(),
                                 start_.step, start_.epoch + 1, start_.batch_in_epoch));
   RunSummary summary{.model = config_.model, .world = comm_.size(), .threads = config_.threads,
                      .parameters = ddp_->parameter_count(), .compress = config_.compress, .overlap = config_.overlap,

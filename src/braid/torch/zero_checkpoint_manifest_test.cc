@@ -1,0 +1,85 @@
+// The manifest of a sharded ZeRO checkpoint without a rank or LibTorch: what it keeps, what it
+// refuses as damaged, the layout it implies and how it names another model.
+#include "braid/torch/zero_checkpoint_manifest.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "braid/base/error.h"
+
+namespace braid::torch {
+namespace {
+
+ZeroManifest example() {
+  return {.generation = 7, .world_size = 2, .optimizer = "adam", .fingerprint = "model=mlp batch=24", .step = 3,
+          .epoch = 1, .batch_in_epoch = 2,
+          .buckets = {{.params = {{"fc2.bias", 4}, {"fc2.weight", 64}}}, {.params = {{"fc1.weight", 128}}}},
+          .shards = {{"zero-7-rank0.pt", 1000}, {"zero-7-rank1.pt", 990}},
+          .buffers = {"zero-7-buffers.pt", 10}};
+}
+
+std::string corrupt_message(const std::string& text) {
+  try {
+    decode_manifest(text, {}, "ckpt/zero-checkpoint.json");
+  } catch (const Corrupt& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(ZeroManifestTest, RoundTripsEveryField) {
+  ZeroManifest m = decode_manifest(encode_manifest(example()), {}, "m");
+  ZeroManifest want = example();
+  EXPECT_EQ(m.generation, 7);
+  EXPECT_EQ(m.world_size, 2);
+  EXPECT_EQ(m.optimizer, "adam");
+  EXPECT_EQ(m.fingerprint, want.fingerprint);
+  EXPECT_EQ((std::vector<std::int64_t>{m.step, m.epoch, m.batch_in_epoch}), (std::vector<std::int64_t>{3, 1, 2}));
+  EXPECT_EQ(m.buckets, want.buckets);
+  ASSERT_EQ(m.shards.size(), 2u);
+  EXPECT_EQ(m.shards[1].file, "zero-7-rank1.pt");
+  EXPECT_EQ(m.shards[1].bytes, 990);
+  EXPECT_EQ(m.buffers.file, "zero-7-buffers.pt");
+}
+
+TEST(ZeroManifestTest, ADamagedTruncatedOrForeignManifestIsCorrupt) {
+  std::string text = encode_manifest(example());
+  std::string flipped = text;
+  flipped[flipped.find("990")] = '8';  // still JSON, another size: only the CRC32C tells
+  EXPECT_NE(corrupt_message(flipped).find("the manifest is damaged"), std::string::npos) << corrupt_message(flipped);
+  std::string truncated = text.substr(0, text.size() / 2);
+  EXPECT_NE(corrupt_message(truncated).find("not a readable manifest"), std::string::npos);
+  EXPECT_NE(corrupt_message("{\"something\": 1}").find("a malformed manifest"), std::string::npos);
+  ZeroManifest path = example();
+  path.shards[0].file = "../elsewhere.pt";  // a name inside the directory, never a path
+  EXPECT_NE(corrupt_message(encode_manifest(path)).find("bad file entry"), std::string::npos);
+  ZeroManifest missing = example();
+  missing.shards.pop_back();
+  EXPECT_NE(corrupt_message(encode_manifest(missing)).find("1 shard files for a world of 2"), std::string::npos);
+}
+
+// Buffer b is bucket b, the parameters contiguous and 4-byte aligned: GradSync's cut.
+TEST(ZeroManifestTest, TheLayoutIsTheBucketsCutAtTheWorldSize) {
+  engine::ShardLayout layout = manifest_layout(example().buckets, 3);
+  ASSERT_EQ(layout.buffers.size(), 2u);
+  EXPECT_EQ(layout.buffers[0].offsets, (std::vector<std::int64_t>{0, 4}));
+  EXPECT_EQ(layout.buffers[0].used_elements, 68);
+  EXPECT_EQ(layout.buffers[0].shard_elements, 23);  // ceil(68 / 3)
+  EXPECT_EQ(layout.buffers[1].shard_elements, 43);  // ceil(128 / 3)
+  EXPECT_EQ(layout.params[2].name, "fc1.weight");
+}
+
+TEST(ZeroManifestTest, TheFirstParameterDifferenceIsNamedAndBucketBoundariesDoNotCount) {
+  std::vector<ManifestBucket> saved = example().buckets;
+  std::vector<ManifestBucket> regrouped = {{.params = {{"fc2.bias", 4}}}, {.params = {{"fc2.weight", 64}, {"fc1.weight", 128}}}};
+  EXPECT_EQ(first_parameter_difference(saved, regrouped), std::nullopt);
+  std::vector<ManifestBucket> wider = {{.params = {{"fc2.bias", 4}, {"fc2.weight", 68}}}, {.params = {{"fc1.weight", 136}}}};
+  EXPECT_EQ(first_parameter_difference(saved, wider),
+            "parameter 1 (in bucket order) is 'fc2.weight' of 64 elements in the checkpoint, 'fc2.weight' of 68 here");
+  std::vector<ManifestBucket> fewer = {{.params = {{"fc2.bias", 4}, {"fc2.weight", 64}}}};
+  EXPECT_EQ(first_parameter_difference(saved, fewer), "the checkpoint has 3 parameters, this model 2");
+}
+
+}  // namespace
+}  // namespace braid::torch
