@@ -91,6 +91,16 @@ struct GradSyncOptions {
   // ZeRO-2 saves in DeepSpeed is the full .grad tensors, and with LibTorch those are autograd's
   // and stay allocated unless the torch side releases them after finish(). See docs/zero.md.
   int zero_stage = 0;
+  // ZeRO++ qgZ (docs/zero.md "ZeRO++"): with zero_stage 1 or 2, the codec of every bucket's
+  // reduce-scatter (compress/compressed_reduce_scatter.h: an all-to-all of encoded shards, the
+  // first stage of the two-stage compressed allreduce, each shard's n contributions decoded and
+  // summed in rank order). none (default): fp32 reduce_scatter. int8 ("int8" or "int8:B") is
+  // ZeRO++'s; fp16, bf16 and sign are accepted too. InvalidArgument with zero_stage 0 (DDP
+  // compresses through `policy`) or for another codec.
+  compress::CodecSpec zero_codec;
+  // Error feedback for zero_codec (a full-size fp32 residual per bucket, kept in
+  // compression_state()): off by default, as in DeepSpeed's qgZ; docs/zero.md measures both.
+  bool zero_error_feedback = false;
 };
 
 // Which elements of bucket b this rank owns under ZeRO: the bucket is padded to size() x shard
@@ -130,6 +140,16 @@ struct GradSyncSnapshot {
   // GradSyncOptions::zero_stage; restore() requires equal (a caller rebuilding a snapshot from
   // a checkpoint file must set it: the default 0 is DDP's).
   int zero_stage = 0;
+  // ZeRO++ qgZ (docs/zero.md "ZeRO++"): with zero_stage 1 or 2, the codec of every bucket's
+  // reduce-scatter (compress/compressed_reduce_scatter.h: an all-to-all of encoded shards, the
+  // first stage of the two-stage compressed allreduce, each shard's n contributions decoded and
+  // summed in rank order). none (default): fp32 reduce_scatter. int8 ("int8" or "int8:B") is
+  // ZeRO++'s; fp16, bf16 and sign are accepted too. InvalidArgument with zero_stage 0 (DDP
+  // compresses through `policy`) or for another codec.
+  compress::CodecSpec zero_codec;
+  // Error feedback for zero_codec (a full-size fp32 residual per bucket, kept in
+  // compression_state()): off by default, as in DeepSpeed's qgZ; docs/zero.md measures both.
+  bool zero_error_feedback = false;
 };
 
 // One synchronised step.
@@ -207,6 +227,7 @@ class GradSync {
   void check_zero_bucket(int bucket, const char* op) const;
   void submit_allreduce(int bucket);
   void submit_reduce_scatter(int bucket);
+  compress::CompressionStats reduce_scatter_bucket(BucketRun& run, std::int64_t elements);
 
   void ensure_plan() BRAID_REQUIRES(mu_);
   std::vector<engine::ParamInfo> param_infos() const;

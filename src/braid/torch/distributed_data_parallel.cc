@@ -76,7 +76,9 @@ void DistributedDataParallel::register_gradients() {
                                                             // ZeRO's shards are laid out on the first plan
                                                             .rebuild_buckets = options_.zero_stage == 0,
                                                             .trace = options_.trace,
-                                                            .zero_stage = options_.zero_stage});
+                                                            .zero_stage = options_.zero_stage,
+                                                            .zero_codec = options_.zero_codec,
+                                                            .zero_error_feedback = options_.zero_error_feedback});
   for (std::size_t i = 0; i < params_.size(); ++i) {
     ::torch::Tensor& p = params_[i];
     p.mutable_grad() = ::torch::zeros_like(p, ::torch::MemoryFormat::Contiguous);

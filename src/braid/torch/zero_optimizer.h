@@ -64,6 +64,19 @@
 
 namespace braid::torch {
 
+// ZeRO++ switches of a ZeroOptimizer (docs/zero.md "ZeRO++"); the defaults are plain ZeRO. The
+// gradient side (qgZ) is the DDP's: DdpOptions::zero_codec.
+struct ZeroOptions {
+  // qwZ: the parameter allgather moves int8 (compress/quantized_allgather.h). The parameters
+  // every rank computes with are then the dequantised shards (bitwise identical on every rank,
+  // within max|block| / 254 of the exact values), and the inner optimizer steps a separate fp32
+  // master shard holding the exact values (4 bytes per shard element on each rank, counted as
+  // model_state_bytes().master), so quantisation never compounds from step to step. A non-finite
+  // weight is refused on every rank (InvalidArgument naming the rank and the bucket).
+  bool quantize_weights = false;
+  std::uint32_t weight_block = 0;  // int8 elements per fp32 scale (0: kDefaultBlock, 1024)
+};
+
 using OptimizerFactory = std::function<std::unique_ptr<::torch::optim::Optimizer>(std::vector<::torch::Tensor>)>;
 
 class ZeroOptimizer {
@@ -71,7 +84,7 @@ class ZeroOptimizer {
   // Builds the bucket plan now (GradSync::plan_buckets) and moves the parameters into the flat
   // tensors. Throws
   // InvalidArgument when the DDP's zero_stage is not 1 or 2 or the factory returns null.
-  ZeroOptimizer(DistributedDataParallel& ddp, const OptimizerFactory& make_inner);
+  ZeroOptimizer(DistributedDataParallel& ddp, const OptimizerFactory& make_inner, ZeroOptions zero = {});
   ZeroOptimizer(const ZeroOptimizer&) = delete;
   ZeroOptimizer& operator=(const ZeroOptimizer&) = delete;
 
@@ -89,7 +102,7 @@ class ZeroOptimizer {
   // This rank's parameters (the flat tensors, padding included: at most n - 1 floats per bucket
   // more than the model's elements) + gradients (the model's .grad, whole) + the inner
   // optimizer's state (this rank's shards), in bytes (model_state_bytes.h); master is 0 (there
-  // is none). The shards' gradients are GradSync's receive buffers, counted with its buffers.
+  // is none) but with qwZ (the master shards). The shards' gradients are GradSync's receive buffers, counted with its buffers.
   ModelStateBytes model_state_bytes();
   // What ZeroOptimizer adds for communication: 0, the allgather runs in place on the flat
   // parameters (GradSync's own buffers, a padded send buffer and a shard per bucket, are the
@@ -98,7 +111,12 @@ class ZeroOptimizer {
   // The bytes this rank sends per step() for the parameter allgathers, counted as GradSync
   // counts its reduce-scatters (algorithm bytes: (n-1) x shard x 4 per bucket), so that a
   // step's gradient and parameter traffic together read as DDP's allreduce (plus padding).
+  // qwZ: (n-1) x the int8 payload of a shard per bucket (quantized_allgather_payload_bytes).
   std::uint64_t gather_wire_bytes() const;
+  // What the allgathers would send in fp32, (n-1) x shard x 4 per bucket: also what an fp32
+  // reduce-scatter of the same buckets sends, the reference of qwZ's and qgZ's cuts.
+  std::uint64_t fp32_gather_wire_bytes() const;
+  const ZeroOptions& zero_options() const { return zero_; }
 
   ::torch::optim::Optimizer& inner() { return *inner_; }
   // Bucket b's parameters, flat ([padded] floats; every parameter of the bucket is a view of it).
@@ -112,13 +130,19 @@ class ZeroOptimizer {
     BucketShard layout;
     ::torch::Tensor flat;   // [padded] fp32: the bucket's parameters at the plan's offsets, 0 padding
     ::torch::Tensor owned;  // [end - begin]: a leaf over flat's [begin, end), .grad GradSync's shard
+    // qwZ: [shard] fp32, this rank's exact shard (padding 0); `owned` is a leaf over its real
+    // part instead of over flat's, and flat receives the dequantised values.
+    ::torch::Tensor master;
   };
 
   const Shard& at(int bucket) const { return shards_.at(static_cast<std::size_t>(bucket)); }
   void load_gradients();  // once per step: GradSync's shards become the owned shards' gradients
+  ::torch::Tensor owned_shard(Shard& s, int bucket) const;
   void gather_parameters();
+  std::vector<Work> start_gathers();
 
   DistributedDataParallel& ddp_;
+  ZeroOptions zero_;
   std::vector<Shard> shards_;  // per bucket of the plan
   std::unique_ptr<::torch::optim::Optimizer> inner_;
   bool gradients_loaded_ = false;
