@@ -85,6 +85,7 @@ void check_arguments(Communicator& comm, const float* shard, std::int64_t count,
 }  // namespace
 
 std::size_t quantized_allgather_payload_bytes(std::int64_t count, std::uint32_t block) {
+  if (count == 0) return 0;  // nothing is sent
   return make_codec(int8_spec(block))->max_encoded_bytes(count, {});
 }
 

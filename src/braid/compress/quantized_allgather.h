@@ -48,7 +48,8 @@ struct QuantizedAllgatherOptions {
   std::optional<bool> checksum;  // unset: BRAID_CHECKSUM
 };
 
-// The payload one rank's shard of `count` floats travels as (header included).
+// The payload one rank's shard of `count` floats travels as (header included; 0 for count 0,
+// which sends nothing): 56 + 4 x ceil(count / block) + count bytes for int8.
 std::size_t quantized_allgather_payload_bytes(std::int64_t count, std::uint32_t block = 0);
 
 // Gathers every rank's `count` floats at `shard` into `full` (n x count floats, rank p's at
