@@ -38,17 +38,13 @@
 #include "braid/engine/grad_sync.h"
 #include "gradient_model.h"
 #include "scenario.h"
+#include "scenario_checks.h"
 
 namespace braid::testing {
 
 namespace {
 
 constexpr std::uint64_t kHeaderBytes = 56;  // payload_header.h
-
-bool fail(Communicator& comm, const std::string& what) {
-  RANK_SAY("FAIL rank %d: %s", comm.rank(), what.c_str());
-  return false;
-}
 
 // Rank p's exact weight i: magnitudes from 1e-3 to 1e3 across blocks of 64, signs mixed; block
 // 3 (of 64) all zeros; the last 7 elements zero, as ZeRO's padding.
@@ -256,16 +252,6 @@ bool qgz_steps(Communicator& comm, int stage, bool error_feedback) {
     return fail(comm, fmt::format("{}: {} residual buffers", what, sync.compression_state().size()));
   }
   return true;
-}
-
-template <typename F>
-bool throws_invalid(Communicator& comm, const std::string& what, F&& f) {
-  try {
-    f();
-  } catch (const InvalidArgument&) {
-    return true;
-  }
-  return fail(comm, what + " did not throw InvalidArgument");
 }
 
 bool qgz_refusals(Communicator& comm) {
