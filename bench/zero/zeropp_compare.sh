@@ -4,7 +4,8 @@
 #   accuracy: the MLP for 2 epochs of Fashion-MNIST (test accuracy) and the GPT for 200 steps
 #             (validation loss), on RANKS ranks: DDP, ZeRO-1, ZeRO-1 + qwz,qgz, + qwz,qgz-ef;
 #   speed:    samples/s (median of ROUNDS alternating rounds) and bytes on the wire per step
-#             (rank 0; gradient and parameter parts apart), MLP on 2 and 4 ranks.
+#             (rank 0; gradient and parameter parts apart), MLP on 2 and 4 ranks, over shared
+#             memory (BRAID_TRANSPORT=auto) and over TCP on loopback (tcp).
 # Usage: bench/zero/zeropp_compare.sh accuracy|speed [ROUNDS=3] [BUILD=build] [RANKS=2]
 set -euo pipefail
 mode=$1 rounds=${2:-3} build=${3:-build} ranks=${4:-2}
@@ -14,7 +15,8 @@ lscpu | grep "Model name"
 date -u
 run() {  # tag ranks args...
   local tag=$1 n=$2; shift 2
-  "$build/bin/braid-run" -n "$n" "$build/bin/braid-train" "$@" --quiet --seed 5 --json "$out/$tag.json" > /dev/null
+  BRAID_TRANSPORT=${transport:-auto} "$build/bin/braid-run" -n "$n" "$build/bin/braid-train" "$@" --quiet --seed 5 \
+    --json "$out/$tag.json" > /dev/null
 }
 configs=("ddp:--zero 0" "zero1:--zero 1" "qwz,qgz:--zero 1 --zero-pp qwz,qgz" "qwz,qgz-ef:--zero 1 --zero-pp qwz,qgz-ef")
 if [[ $mode == accuracy ]]; then
@@ -39,26 +41,28 @@ PY
 fi
 mlp=(--model mlp --epochs 1 --batch 128 --train-samples 12288 --test-samples 256 --zero 1)
 for r in $(seq "$rounds"); do  # alternating: every configuration once per round
-  for n in 2 4; do
-    for pp in none qwz qgz qwz,qgz; do
-      extra=(); [[ $pp != none ]] && extra=(--zero-pp "$pp")
-      run "mlp$n.$pp.$r" "$n" "${mlp[@]}" "${extra[@]}"
+  for transport in auto tcp; do
+    for n in 2 4; do
+      for pp in none qwz qgz qwz,qgz; do
+        extra=(); [[ $pp != none ]] && extra=(--zero-pp "$pp")
+        run "$transport.mlp$n.$pp.$r" "$n" "${mlp[@]}" "${extra[@]}"
+      done
     done
   done
 done
 /usr/bin/python3 - "$out" "$rounds" <<'PY'
 import json, statistics, sys
 out, rounds = sys.argv[1], int(sys.argv[2])
-print(f"{'run':6} {'zero-pp':>8} {'samples/s':>10} {'vs ZeRO':>8} {'grad MB/step':>12} {'param MB/step':>13} {'total vs ZeRO':>13}")
-for n in (2, 4):
+print(f"{'run':10} {'zero-pp':>8} {'samples/s':>10} {'vs ZeRO':>8} {'grad MB/step':>12} {'param MB/step':>13} {'total vs ZeRO':>13}")
+for t, n in ((t, n) for t in ("auto", "tcp") for n in (2, 4)):
     base = None
     for pp in ("none", "qwz", "qgz", "qwz,qgz"):
-        ds = [json.load(open(f"{out}/mlp{n}.{pp}.{r}.json")) for r in range(1, rounds + 1)]
+        ds = [json.load(open(f"{out}/{t}.mlp{n}.{pp}.{r}.json")) for r in range(1, rounds + 1)]
         sps = statistics.median(d["epochs"][-1]["samples_per_second"] for d in ds)
         e = ds[0]["epochs"][-1]
         w = e["zero_wire"]
         grad, param = w["gradients"] / e["steps"], w["parameters"] / e["steps"]
         if base is None: base = (sps, grad + param)
-        print(f"mlp{n:<3} {pp:>8} {sps:10.1f} {sps / base[0]:8.3f} {grad / 1e6:12.3f} {param / 1e6:13.3f} "
+        print(f"{t + ' mlp' + str(n):10} {pp:>8} {sps:10.1f} {sps / base[0]:8.3f} {grad / 1e6:12.3f} {param / 1e6:13.3f} "
               f"{(grad + param) / base[1]:13.3f}")
 PY

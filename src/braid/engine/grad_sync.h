@@ -32,7 +32,8 @@
 // offsets, padded at the tail to size() equal shards) and this rank receives only its shard,
 // read with shard_gradient(); the registered gradient buffers are not written back (they keep
 // this rank's local, unaveraged gradients). The optimizer side (LibTorch's ZeRO optimizer)
-// steps its own shard and allgathers the parameters; GradSync does neither.
+// steps its own shard and allgathers the parameters; GradSync does neither. With zero_codec
+// (ZeRO++ qgZ) the reduce-scatter moves int8 (compress/compressed_reduce_scatter.h).
 //
 // Thread-safety: add_param, finish, set_sync, plan_buckets, bucket_shard, shard_gradient from
 // one thread (the training loop); mark_ready may be called from any thread (autograd's hooks),

@@ -66,7 +66,7 @@ ZeroOptimizer::ZeroOptimizer(DistributedDataParallel& ddp, const OptimizerFactor
   if (zero_.quantize_weights) {
     s.master = s.flat.narrow(0, first, s.layout.shard).clone();  // the exact values, padding 0
     base = s.master;
-    begin -= first;
+    begin = real == 0 ? 0 : begin - first;  // an all-padding shard's begin lies before `first`
   }
   ::torch::Tensor owned = base.narrow(0, begin, real).detach();
   BRAID_CHECK(owned.data_ptr<float>() == base.data_ptr<float>() + begin, Mismatch, context,

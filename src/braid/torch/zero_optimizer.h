@@ -121,8 +121,11 @@ class ZeroOptimizer {
   ::torch::optim::Optimizer& inner() { return *inner_; }
   // Bucket b's parameters, flat ([padded] floats; every parameter of the bucket is a view of it).
   const ::torch::Tensor& flat_parameters(int bucket) const { return at(bucket).flat; }
-  // The inner optimizer's parameter for bucket b: [begin, end) of flat_parameters(b).
+  // The inner optimizer's parameter for bucket b: [begin, end) of flat_parameters(b) (qwZ: the
+  // real part of master_shard(b)).
   const ::torch::Tensor& shard(int bucket) const { return at(bucket).owned; }
+  // qwZ: bucket b's exact fp32 shard ([shard] floats, padding 0); undefined without qwZ.
+  const ::torch::Tensor& master_shard(int bucket) const { return at(bucket).master; }
   int stage() const { return ddp_.options().zero_stage; }
 
  private:
