@@ -1,8 +1,8 @@
-// ZeRO++ through braid-train (--zero-pp, docs/zero.md "ZeRO++") on real rank processes: qwZ,
-// qgZ and both keep every replica identical (--check-replicas compares every parameter after
-// every step), train close to the fp32 ZeRO run, cut the bytes of the part they compress by at
-// least 3.5x (the run report's zero_wire), keep an exact fp32 master only with qwZ; what is
-// not built (hpz) or makes no sense (--zero 0) is refused naming the flag.
+// ZeRO++ through braid-train (--zero-pp, docs/zero.md "ZeRO++") and ZeroOptimizer's qwZ on real
+// rank processes: qwZ, qgZ and both keep every replica identical (--check-replicas compares
+// every parameter after every step), train close to the fp32 ZeRO run, cut the bytes of the
+// part they compress by at least 3.5x (the run report's zero_wire), keep an exact fp32 master
+// only with qwZ; what is not built (hpz) or makes no sense (--zero 0) is refused naming the flag.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -91,12 +91,6 @@ TEST_F(ZeroPlusPlusTrainTest, HpzUnknownPartsAndZeroZeroAreRefusedNamingTheFlag)
     EXPECT_EQ(r.count("epoch 1:"), 0) << r.output;
   }
 }
-
-}  // namespace
-}  // namespace braid::testing
-
-namespace braid::testing {
-namespace {
 
 // ZeroOptimizer with qwZ used directly (tests/torch/programs/ddp_scenarios.cc "qwz-vs-ddp"), the
 // buckets of ZeroOptimizerTest (131 floats, or one per parameter: an all-padding shard on 3
