@@ -7,6 +7,7 @@
 #             (rank 0; gradient and parameter parts apart), MLP on 2 and 4 ranks, over shared
 #             memory (BRAID_TRANSPORT=auto) and over TCP on loopback (tcp).
 # Usage: bench/zero/zeropp_compare.sh accuracy|speed [ROUNDS=3] [BUILD=build] [RANKS=2]
+# Environment: CONFIGS (accuracy: a space-separated subset of ddp zero1 qwz,qgz qwz,qgz-ef).
 set -euo pipefail
 mode=$1 rounds=${2:-3} build=${3:-build} ranks=${4:-2}
 out=$(mktemp -d)
@@ -21,6 +22,7 @@ run() {  # tag ranks args...
 configs=("ddp:--zero 0" "zero1:--zero 1" "qwz,qgz:--zero 1 --zero-pp qwz,qgz" "qwz,qgz-ef:--zero 1 --zero-pp qwz,qgz-ef")
 if [[ $mode == accuracy ]]; then
   for c in "${configs[@]}"; do
+    [[ -n ${CONFIGS:-} && " $CONFIGS " != *" ${c%%:*} "* ]] && continue
     # shellcheck disable=SC2086
     run "mlp.${c%%:*}" "$ranks" --model mlp --epochs 2 --batch 128 ${c#*:}
     # shellcheck disable=SC2086
@@ -31,7 +33,9 @@ import json, sys
 out = sys.argv[1]
 print(f"{'config':12} {'MLP test acc %':>14} {'vs ZeRO-1':>10} {'GPT val loss':>12} {'vs ZeRO-1':>10}")
 base = {m: json.load(open(f"{out}/{m}.zero1.json"))["epochs"][-1] for m in ("mlp", "gpt")}
+import os
 for c in ("ddp", "zero1", "qwz,qgz", "qwz,qgz-ef"):
+    if not os.path.exists(f"{out}/mlp.{c}.json"): continue
     mlp = json.load(open(f"{out}/mlp.{c}.json"))["epochs"][-1]
     gpt = json.load(open(f"{out}/gpt.{c}.json"))["epochs"][-1]
     print(f"{c:12} {100 * mlp['test_accuracy']:14.2f} {100 * (mlp['test_accuracy'] - base['mlp']['test_accuracy']):+9.2f}p "

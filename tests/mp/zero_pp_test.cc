@@ -12,7 +12,7 @@ namespace {
 class ZeroPlusPlusTest : public ::testing::TestWithParam<WorldGrid> {};
 
 TEST_P(ZeroPlusPlusTest, QuantizedAllgatherAndReduceScatterAgreeWithTheirReferences) {
-  expect_every_rank_passed(run_scenario(GetParam(), "zero_pp"), "zero_pp", GetParam().ranks);
+  expect_every_rank_passed(run_scenario(GetParam(), "zero_pp", {GetParam().transport}), "zero_pp", GetParam().ranks);
 }
 
 INSTANTIATE_TEST_SUITE_P(WorldSizes, ZeroPlusPlusTest,
