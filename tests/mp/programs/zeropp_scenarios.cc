@@ -9,7 +9,8 @@
 //  - the stats are the predicted int8 payloads: 56 header bytes + 4 per block + 1 per element,
 //    sent to n-1 peers; over TCP the transports measured exactly that;
 //  - a NaN on one rank is refused on every rank naming that rank (kRaise), the communicator
-//    still works after it, and kPropagate turns exactly that block into NaN everywhere.
+//    still works after it, and kPropagate turns exactly that block into NaN everywhere; a
+//    negative count, a null buffer or a block above the codec's maximum are refused at the call.
 // The bound: the int8 codec (codec_int8.cc) rounds x * (127 / m) to the nearest integer q,
 // |q - x * 127 / m| <= 1/2, and decodes q * (m / 127), so |x - x'| <= (m / 127) / 2 = scale / 2,
 // plus the fp32 rounding of 127 / m, x * inv, m / 127 and q * scale (each relative 2^-24, at most
@@ -263,6 +264,16 @@ bool qgz_steps(Communicator& comm, int stage, bool error_feedback, bool over_tcp
   return true;
 }
 
+// Arguments checked at the call, on this rank alone (nothing is queued, the ranks stay in step).
+bool qwz_refusals(Communicator& comm) {
+  std::vector<float> buffer(4 * static_cast<std::size_t>(comm.size()));
+  bool ok = throws_invalid(comm, "qwZ count -1", [&] { compress::quantized_allgather(comm, buffer.data(), -1, buffer.data()); });
+  ok = throws_invalid(comm, "qwZ null shard", [&] { compress::quantized_allgather(comm, nullptr, 4, buffer.data()); }) && ok;
+  return throws_invalid(comm, "qwZ block 2^24 + 1", [&] {
+    compress::quantized_allgather(comm, buffer.data(), 4, buffer.data(), {.block = compress::kMaxBlock + 1});
+  }) && ok;
+}
+
 bool qgz_refusals(Communicator& comm) {
   bool ok = throws_invalid(comm, "zero_codec with zero_stage 0", [&] {
     GradSync s(comm, {.zero_codec = {.id = compress::CodecId::kInt8}});
@@ -279,7 +290,7 @@ int scenario_zero_pp(Communicator& comm, const Args& args) {
   bool ok = quantized_allgathers(comm, over_tcp);
   for (int stage : {1, 2}) ok = qgz_steps(comm, stage, false, over_tcp) && ok;
   ok = qgz_steps(comm, 2, true, over_tcp) && ok;
-  ok = qgz_refusals(comm) && ok;
+  ok = qwz_refusals(comm) && qgz_refusals(comm) && ok;
   if (!ok) return 1;
   RANK_SAY("PASS zero_pp");
   return 0;
