@@ -40,7 +40,9 @@
 // the inner step writes the new values straight into this rank's range of the parameters, then
 // each bucket's flat tensor is allgathered in place (send = recv + rank x shard; all buckets in
 // flight, then one wait). No staging buffer, no copy back: every rank ends with identical
-// parameters.
+// parameters. ZeRO++ qwZ (ZeroOptions::quantize_weights): the inner step writes the master
+// shard instead, which is quantised, allgathered as int8 and dequantised into the flat tensor by
+// every rank, its owner included (compress/quantized_allgather.h).
 //
 // Checkpoints: state()/load_state() of the sharded optimizer are not implemented yet; sharded
 // checkpoints (each rank saving its shards, resharding n -> m with engine/shard_layout.h) are
@@ -82,7 +84,7 @@ using OptimizerFactory = std::function<std::unique_ptr<::torch::optim::Optimizer
 class ZeroOptimizer {
  public:
   // Builds the bucket plan now (GradSync::plan_buckets) and moves the parameters into the flat
-  // tensors. Throws
+  // tensors (with qwZ, copies this rank's shards into the master shards). Throws
   // InvalidArgument when the DDP's zero_stage is not 1 or 2 or the factory returns null.
   ZeroOptimizer(DistributedDataParallel& ddp, const OptimizerFactory& make_inner, ZeroOptions zero = {});
   ZeroOptimizer(const ZeroOptimizer&) = delete;
@@ -102,7 +104,8 @@ class ZeroOptimizer {
   // This rank's parameters (the flat tensors, padding included: at most n - 1 floats per bucket
   // more than the model's elements) + gradients (the model's .grad, whole) + the inner
   // optimizer's state (this rank's shards), in bytes (model_state_bytes.h); master is 0 (there
-  // is none) but with qwZ (the master shards). The shards' gradients are GradSync's receive buffers, counted with its buffers.
+  // is none) but with qwZ (the master shards). The shards' gradients are GradSync's receive
+  // buffers, counted with its buffers.
   ModelStateBytes model_state_bytes();
   // What ZeroOptimizer adds for communication: 0, the allgather runs in place on the flat
   // parameters (GradSync's own buffers, a padded send buffer and a shard per bucket, are the
