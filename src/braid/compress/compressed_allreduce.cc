@@ -40,7 +40,6 @@ class CompressionScratch final : public CommAttachment {
   std::vector<std::vector<std::byte>> bytes_;
 };
 
-bool checksum_default() { return env::get_choice(env::kChecksum) == "1"; }
 // auto: sign's payload is 1/31 of fp32, so the fp32 traffic inside the hosts costs more than
 // the link bytes striping saves (measured: 2 emulated hosts x 2 ranks over 1 Gbit/s, 8 MiB:
 // sign 46.4 ms striped vs 30.7 flat; fp16 63.5 vs 70.8; docs/performance.md).
@@ -61,6 +60,8 @@ std::uint64_t call_seed(const std::string& name, std::int64_t step) {
 }
 
 }  // namespace
+
+bool checksum_default() { return env::get_choice(env::kChecksum) == "1"; }
 
 double CompressionStats::compression_ratio() const {
   return payload_bytes == 0 ? 1.0 : static_cast<double>(elements * sizeof(float)) / static_cast<double>(payload_bytes);

@@ -10,6 +10,8 @@
 //      so every rank ends with the same bytes.
 // Shards are cut on block boundaries so that int8/sign blocks never straddle two shards.
 // Volume per rank: (n-1)/n of the compressed tensor twice, as a ring allreduce of it would.
+// Stages 1 and 2 alone, on shards the caller cuts, are the compressed reduce-scatter of ZeRO++
+// qgZ (reduce_scatter_two_stage; compressed_reduce_scatter.h).
 #include <algorithm>
 #include <cstring>
 #include <vector>
@@ -47,15 +49,22 @@ struct ShardLayout {
   const ShardBounds& shard(int p) const { return shards[static_cast<std::size_t>(p)]; }
 };
 
-ShardLayout layout_shards(const CompressedCall& call) {
-  const int n = call.size();
+// The allreduce's shards: cut on the codec's block boundaries.
+std::vector<ShardBounds> block_aligned_shards(const CompressedCall& call) {
   const std::size_t align = two_stage_shard_align(call.codec.spec());
+  std::vector<ShardBounds> shards;
+  for (int p = 0; p < call.size(); ++p) shards.push_back(shard_bounds(call.data.size(), call.size(), p, align));
+  return shards;
+}
+
+ShardLayout layout_shards(const CompressedCall& call, const std::vector<ShardBounds>& shards) {
+  const int n = call.size();
   ShardLayout layout;
   layout.shards.reserve(static_cast<std::size_t>(n));
   layout.encoded_bytes.reserve(static_cast<std::size_t>(n));
   layout.offsets.reserve(static_cast<std::size_t>(n));
   for (int p = 0; p < n; ++p) {
-    ShardBounds s = shard_bounds(call.data.size(), n, p, align);
+    const ShardBounds& s = shards[static_cast<std::size_t>(p)];
     std::size_t bytes = call.codec.max_encoded_bytes(static_cast<std::int64_t>(s.size()), {});
     layout.shards.push_back(s);
     layout.encoded_bytes.push_back(static_cast<std::int64_t>(bytes));
@@ -111,28 +120,32 @@ std::span<const std::byte> exchange_shards(const CompressedCall& call, const Sha
   return incoming;
 }
 
-// Stage 2: decodes the n encodings of this rank's shard, adds them in fp32 in rank order,
-// averages, adds the shard-side residual, and encodes the result into this rank's slot of
-// `gathered` (zero-padded to the slot size), keeping what that encoding dropped as the next
-// step's shard residual.
-void reduce_own_shard(const CompressedCall& call, const ShardLayout& layout, std::span<const std::byte> incoming,
-                      std::span<std::byte> gathered) {
-  const int n = call.size();
-  const int me = call.rank();
-  const ShardBounds& mine = layout.shard(me);
-  const std::size_t my_bytes = layout.bytes_of(me);
-  std::span<float> shard_sum = call.floats(2, mine.size());
-  std::fill(shard_sum.begin(), shard_sum.end(), 0.0f);
-  for (int p = 0; p < n; ++p) {
-    call.decode_from(p, incoming.subspan(my_bytes * static_cast<std::size_t>(p), my_bytes), shard_sum,
+// Stage 2, reduction: decodes the n encodings of this rank's shard into `sum` (the shard's
+// size), adding them in fp32 in rank order 0..n-1 (so every rank's figure is deterministic),
+// and divides once for the average.
+void sum_own_shard(const CompressedCall& call, const ShardLayout& layout, std::span<const std::byte> incoming,
+                   std::span<float> sum) {
+  const std::size_t my_bytes = layout.bytes_of(call.rank());
+  std::fill(sum.begin(), sum.end(), 0.0f);
+  for (int p = 0; p < call.size(); ++p) {
+    call.decode_from(p, incoming.subspan(my_bytes * static_cast<std::size_t>(p), my_bytes), sum,
                      DecodeMode::kAccumulate);
   }
-  if (call.options.average) divide_by(shard_sum.data(), shard_sum.size(), DType::kF32, n);
+  if (call.options.average) divide_by(sum.data(), sum.size(), DType::kF32, call.size());
+}
+
+// Stage 2, re-encoding: adds the shard-side residual to the reduced shard and encodes the
+// result into this rank's slot of `gathered` (zero-padded to the slot size), keeping what that
+// encoding dropped as the next step's shard residual.
+void encode_own_shard(const CompressedCall& call, const ShardLayout& layout, std::span<float> shard_sum,
+                      std::span<std::byte> gathered) {
+  const int me = call.rank();
+  const std::size_t my_bytes = layout.bytes_of(me);
   std::span<float> shard_residual =
-      call.error_feedback ? call.state_buffer(kShardResidualRole, mine.size()) : std::span<float>();
+      call.error_feedback ? call.state_buffer(kShardResidualRole, shard_sum.size()) : std::span<float>();
   if (call.error_feedback) add_into(shard_sum, shard_residual);
   std::span<std::byte> own_slot = gathered.subspan(layout.largest * static_cast<std::size_t>(me), layout.largest);
-  std::span<float> shard_decoded = call.error_feedback ? call.floats(1, mine.size()) : std::span<float>();
+  std::span<float> shard_decoded = call.error_feedback ? call.floats(1, shard_sum.size()) : std::span<float>();
   expect_exact_size(call, call.codec.encode(shard_sum, {}, call.encode, own_slot, shard_decoded), my_bytes);
   if (call.error_feedback) store_dropped(shard_residual, shard_sum, shard_decoded);
   std::fill(own_slot.begin() + static_cast<std::ptrdiff_t>(my_bytes), own_slot.end(), std::byte{0});
@@ -161,15 +174,30 @@ std::size_t two_stage_shard_align(const CodecSpec& spec) {
 
 void allreduce_two_stage(const CompressedCall& call) {
   const int n = call.size();
-  const ShardLayout layout = layout_shards(call);
+  const ShardLayout layout = layout_shards(call, block_aligned_shards(call));
   std::span<std::byte> outgoing = encode_shards(call, layout);
   std::span<const std::byte> incoming = exchange_shards(call, layout, outgoing);
   std::span<std::byte> gathered = call.bytes(2, layout.largest * static_cast<std::size_t>(n));
-  reduce_own_shard(call, layout, incoming, gathered);
+  std::span<float> shard_sum = call.floats(2, layout.shard(call.rank()).size());
+  sum_own_shard(call, layout, incoming, shard_sum);
+  encode_own_shard(call, layout, shard_sum, gathered);
   gather_and_decode_shards(call, layout, gathered);
   // Stage 1 sends the other n-1 shards' encodings; the allgather of stage 3 sends n-1 slots.
   auto peers = static_cast<std::uint64_t>(n - 1);
   call.stats.wire_bytes = layout.total - layout.bytes_of(call.rank()) + peers * layout.largest;
+}
+
+// ZeRO's shards are equal, S = shard.size() elements each and rank p's at p x S, wherever the
+// codec's blocks fall: each shard is encoded on its own, so its blocks start at its first
+// element (the last block of a shard may be short) and none straddles two shards anyway.
+void reduce_scatter_two_stage(const CompressedCall& call, std::span<float> shard) {
+  const std::size_t s = shard.size();
+  std::vector<ShardBounds> shards;
+  for (std::size_t p = 0; p < static_cast<std::size_t>(call.size()); ++p) shards.push_back({p * s, (p + 1) * s});
+  const ShardLayout layout = layout_shards(call, shards);
+  std::span<const std::byte> incoming = exchange_shards(call, layout, encode_shards(call, layout));
+  sum_own_shard(call, layout, incoming, shard);
+  call.stats.wire_bytes = layout.total - layout.bytes_of(call.rank());
 }
 
 }  // namespace braid::compress

@@ -86,6 +86,9 @@ std::size_t two_stage_shard_align(const CodecSpec& spec);
 // ring.h), about 2(n-1)/n of the tensor (0 on one rank).
 std::uint64_t ring_allreduce_wire_bytes(std::size_t count, int ranks, int rank);
 
+// BRAID_CHECKSUM=1: the default of CompressedAllreduceOptions::checksum.
+bool checksum_default();
+
 // compensated = x + residual (error feedback's input correction).
 void add_into(std::span<float> x, std::span<const float> residual);
 // residual = compensated - decoded (what compression dropped this step); non-finite -> 0.
@@ -95,6 +98,9 @@ void store_dropped(std::span<float> residual, std::span<const float> compensated
 // The schemes, one file each; compressed_allreduce() dispatches on the codec.
 void allreduce_dense(const CompressedCall& call);       // none
 void allreduce_two_stage(const CompressedCall& call);   // fp16, bf16, int8, sign
+// Stages 1 and 2 of allreduce_two_stage on equal shards: call.data holds size() x shard.size()
+// elements, rank p reduces [p S, (p+1) S) into `shard` (compressed_reduce_scatter.h).
+void reduce_scatter_two_stage(const CompressedCall& call, std::span<float> shard);
 // The same across hosts: fp32 inside each host, two-stage over the stripes between hosts.
 // REQUIRES: host_striped_applies(call.comm).
 void allreduce_two_stage_host_striped(const CompressedCall& call);

@@ -12,6 +12,7 @@
 #include "braid/collectives/collectives.h"
 #include "braid/comm/communicator_internal.h"
 #include "braid/compress/compressed_call.h"
+#include "braid/compress/compressed_reduce_scatter.h"
 #include "braid/engine/readiness_tracker.h"
 #include "braid/trace/trace_recorder.h"
 
@@ -138,13 +139,25 @@ void GradSync::check_options() const {
                                                stage));
   }
   if (stage > 0 && compresses(options_.policy)) {
-    throw InvalidArgument(context, fmt::format("zero_stage {} with compression: a reduce-scatter is not compressed; "
-                                               "use no compression policy",
+    throw InvalidArgument(context, fmt::format("zero_stage {} with a compression policy: the policy compresses "
+                                               "allreduces; compress ZeRO's reduce-scatters with zero_codec (qgZ)",
                                                stage));
   }
   if (stage == 2 && options_.zero_send_buffers < 1) {
     throw InvalidArgument(context, fmt::format("zero_send_buffers {}: stage 2 needs at least one send buffer",
                                                options_.zero_send_buffers));
+  }
+  compress::CodecId codec = options_.zero_codec.id;
+  if (codec != compress::CodecId::kNone && stage == 0) {
+    throw InvalidArgument(context, fmt::format("zero_codec {} with zero_stage 0: qgZ compresses ZeRO's reduce-scatters; "
+                                               "DDP's allreduces are compressed through the policy",
+                                               compress::to_string(options_.zero_codec)));
+  }
+  if (codec != compress::CodecId::kNone && codec != compress::CodecId::kInt8 && codec != compress::CodecId::kFp16 &&
+      codec != compress::CodecId::kBf16 && codec != compress::CodecId::kSign) {
+    throw InvalidArgument(context, fmt::format("zero_codec {}: a reduce-scatter is compressed with int8, fp16, bf16 or "
+                                               "sign (the two-stage codecs)",
+                                               compress::to_string(options_.zero_codec)));
   }
   if (stage > 0 && options_.rebuild_buckets) {
     throw InvalidArgument(context, fmt::format("zero_stage {} requires rebuild_buckets = false: the optimizer's "
@@ -316,7 +329,7 @@ void GradSync::launch(int b) {
 // the same collectives in bucket order (a bucket of zero elements sends nothing on any rank).
 // wire_bytes is what a ring reduce-scatter sends, (n-1) blocks; dense_wire_bytes what DDP's
 // ring allreduce of the same bucket would, so wire_fraction() reads about 1/2.
-void GradSync::submit_reduce_scatter(int b, const float* send) {
+void GradSync::submit_reduce_scatter(int b, float* send) {
   BucketRun& run = *runs_[static_cast<std::size_t>(b)];
   const engine::Bucket& bucket = plan_.buckets[static_cast<std::size_t>(b)];
   std::size_t padded = padded_elements(b);
@@ -326,28 +339,41 @@ void GradSync::submit_reduce_scatter(int b, const float* send) {
                           [this, &run, b, send, padded, elements = bucket.elements] {
                             trace::CommScope traced(options_.trace, fmt::format("bucket {}", b));
                             auto start = Clock::now();
-                            auto shard = static_cast<std::int64_t>(run.shard.size());
-                            int n = comm_.size();
-                            std::uint64_t sent_before = detail::CollectiveAccess(comm_).bytes_sent();
-                            if (shard > 0) {
-                              reduce_scatter(comm_, send, run.shard.data(), shard, DType::kF32,
-                                             options_.average ? ReduceOp::kAvg : ReduceOp::kSum);
-                            }
-                            compress::CompressionStats stats{.elements = static_cast<std::uint64_t>(padded)};
-                            stats.payload_bytes = padded * sizeof(float);
-                            stats.wire_bytes = static_cast<std::uint64_t>(n - 1) * static_cast<std::uint64_t>(shard) * sizeof(float);
-                            stats.dense_wire_bytes =
-                                compress::ring_allreduce_wire_bytes(static_cast<std::size_t>(elements), n, comm_.rank());
-                            stats.transport_bytes = detail::CollectiveAccess(comm_).bytes_sent() - sent_before;
-                            run.stats = stats;
+                            run.stats = reduce_scatter_bucket(run, {send, padded}, elements);
                             run.seconds = seconds_since(start);
                             if (traced.active()) {
                               traced.event().bytes = padded * sizeof(float);
-                              traced.event().wire_bytes = stats.wire_bytes;
+                              traced.event().wire_bytes = run.stats.wire_bytes;
                               traced.event().algorithm = "reduce_scatter";
-                              traced.event().codec = "none";
+                              traced.event().codec = compress::to_string(options_.zero_codec);
                             }
                           });
+}
+
+// One bucket's reduce-scatter, fp32 or (qgZ) compressed, on the background thread.
+compress::CompressionStats GradSync::reduce_scatter_bucket(BucketRun& run, std::span<float> send, std::int64_t elements) {
+  auto shard = static_cast<std::int64_t>(run.shard.size());
+  int n = comm_.size();
+  compress::CompressionStats stats{.codec = options_.zero_codec, .elements = static_cast<std::uint64_t>(send.size())};
+  std::uint64_t sent_before = detail::CollectiveAccess(comm_).bytes_sent();
+  if (shard > 0 && options_.zero_codec.id != compress::CodecId::kNone) {
+    stats = compress::compressed_reduce_scatter(comm_, send, run.shard, state_,
+                                                {.codec = options_.zero_codec,
+                                                 .name = run.name,
+                                                 .average = options_.average,
+                                                 .error_feedback = options_.zero_error_feedback});
+  } else {
+    if (shard > 0) {
+      reduce_scatter(comm_, send.data(), run.shard.data(), shard, DType::kF32,
+                     options_.average ? ReduceOp::kAvg : ReduceOp::kSum);
+    }
+    stats.payload_bytes = send.size() * sizeof(float);
+    stats.wire_bytes = static_cast<std::uint64_t>(n - 1) * static_cast<std::uint64_t>(shard) * sizeof(float);
+  }
+  // Against DDP's ring allreduce of the bucket, as for every GradSync bucket.
+  stats.dense_wire_bytes = compress::ring_allreduce_wire_bytes(static_cast<std::size_t>(elements), n, comm_.rank());
+  stats.transport_bytes = detail::CollectiveAccess(comm_).bytes_sent() - sent_before;
+  return stats;
 }
 
 void GradSync::submit_allreduce(int b) {

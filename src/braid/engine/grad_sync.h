@@ -32,7 +32,8 @@
 // offsets, padded at the tail to size() equal shards) and this rank receives only its shard,
 // read with shard_gradient(); the registered gradient buffers are not written back (they keep
 // this rank's local, unaveraged gradients). The optimizer side (LibTorch's ZeRO optimizer)
-// steps its own shard and allgathers the parameters; GradSync does neither.
+// steps its own shard and allgathers the parameters; GradSync does neither. With zero_codec
+// (ZeRO++ qgZ) the reduce-scatter moves int8 (compress/compressed_reduce_scatter.h).
 //
 // Thread-safety: add_param, finish, set_sync, plan_buckets, bucket_shard, shard_gradient from
 // one thread (the training loop); mark_ready may be called from any thread (autograd's hooks),
@@ -103,6 +104,16 @@ struct GradSyncOptions {
   // the caller may release them (ZeRO-2's adapter resets the .grad tensors here). Must not call
   // into GradSync.
   std::function<void(int bucket)> on_gradients_copied;
+  // ZeRO++ qgZ (docs/zero.md "ZeRO++"): with zero_stage 1 or 2, the codec of every bucket's
+  // reduce-scatter (compress/compressed_reduce_scatter.h: an all-to-all of encoded shards, the
+  // first stage of the two-stage compressed allreduce, each shard's n contributions decoded and
+  // summed in rank order). none (default): fp32 reduce_scatter. int8 ("int8" or "int8:B") is
+  // ZeRO++'s; fp16, bf16 and sign are accepted too. InvalidArgument with zero_stage 0 (DDP
+  // compresses through `policy`) or for another codec.
+  compress::CodecSpec zero_codec;
+  // Error feedback for zero_codec (a full-size fp32 residual per bucket, kept in
+  // compression_state()): off by default, as in DeepSpeed's qgZ; docs/zero.md measures both.
+  bool zero_error_feedback = false;
 };
 
 // Which elements of bucket b this rank owns under ZeRO: the bucket is padded to size() x shard
@@ -142,6 +153,16 @@ struct GradSyncSnapshot {
   // GradSyncOptions::zero_stage; restore() requires equal (a caller rebuilding a snapshot from
   // a checkpoint file must set it: the default 0 is DDP's).
   int zero_stage = 0;
+  // ZeRO++ qgZ (docs/zero.md "ZeRO++"): with zero_stage 1 or 2, the codec of every bucket's
+  // reduce-scatter (compress/compressed_reduce_scatter.h: an all-to-all of encoded shards, the
+  // first stage of the two-stage compressed allreduce, each shard's n contributions decoded and
+  // summed in rank order). none (default): fp32 reduce_scatter. int8 ("int8" or "int8:B") is
+  // ZeRO++'s; fp16, bf16 and sign are accepted too. InvalidArgument with zero_stage 0 (DDP
+  // compresses through `policy`) or for another codec.
+  compress::CodecSpec zero_codec;
+  // Error feedback for zero_codec (a full-size fp32 residual per bucket, kept in
+  // compression_state()): off by default, as in DeepSpeed's qgZ; docs/zero.md measures both.
+  bool zero_error_feedback = false;
 };
 
 // One synchronised step.
@@ -230,12 +251,13 @@ class GradSync {
   void check_options() const;
   void check_zero_bucket(int bucket, const char* op) const;
   void submit_allreduce(int bucket);
-  void submit_reduce_scatter(int bucket, const float* send);
+  void submit_reduce_scatter(int bucket, float* send);
   float* stage_gradients(int bucket) BRAID_REQUIRES(mu_);
   std::size_t send_ring_floats() const;
   std::size_t padded_elements(int bucket) const;  // ZeRO: the bucket's padded buffer; 0 for DDP
   bool sends_from_ring(int bucket) const;
   void reclaim_send_buffers();
+  compress::CompressionStats reduce_scatter_bucket(BucketRun& run, std::span<float> send, std::int64_t elements);
 
   void ensure_plan() BRAID_REQUIRES(mu_);
   std::vector<engine::ParamInfo> param_infos() const;

@@ -78,7 +78,9 @@ void DistributedDataParallel::register_gradients() {
                                .allow_unused = options_.allow_unused,
                                .rebuild_buckets = options_.zero_stage == 0,  // ZeRO's shards are laid out on the first plan
                                .trace = options_.trace,
-                               .zero_stage = options_.zero_stage};
+                               .zero_stage = options_.zero_stage,
+                               .zero_codec = options_.zero_codec,
+                               .zero_error_feedback = options_.zero_error_feedback};
   if (releases_gradients()) {
     sync_options.on_gradients_copied = [this](int bucket) { release_gradients(bucket); };
   }

@@ -35,7 +35,8 @@
 // GradSync (shard_gradient). Step with a ZeroOptimizer (zero_optimizer.h), never with a plain
 // torch optimizer over the parameters. Stage 1 reduce-scatters every bucket in synchronize();
 // stage 2 as each bucket becomes ready during backward (with overlap on). Buckets are never
-// rebuilt (the optimizer's shards are laid out on the first plan), and compression is refused.
+// rebuilt (the optimizer's shards are laid out on the first plan); the policy's compression is
+// refused, the reduce-scatter is compressed by zero_codec instead (ZeRO++ qgZ).
 // Stage 2 also releases the full gradients (ZeRO-2's memory saving): no .grad is allocated up
 // front, autograd allocates each one in backward, the hook hands it to GradSync with
 // mark_ready(id, data), and once GradSync has copied a bucket into its send buffer
@@ -72,6 +73,9 @@ struct DdpOptions {
   // 0: DDP (allreduce). 1 or 2: ZeRO's gradient side (see the file comment); requires the
   // default policy (no compression): InvalidArgument from GradSync otherwise.
   int zero_stage = 0;
+  // ZeRO++ qgZ: GradSyncOptions::zero_codec and zero_error_feedback (engine/grad_sync.h).
+  compress::CodecSpec zero_codec;
+  bool zero_error_feedback = false;
 };
 
 class DistributedDataParallel {

@@ -209,11 +209,10 @@ StagedLoad stage(const std::string& dir, const ZeroManifest& m, ZeroOptimizer& z
 }
 
 // The only writes of a load, once every rank has staged its part: the shards, their optimizer
-// state and the buffers, then the flat parameters allgathered (exactly, in place) so every rank
-// holds the whole model.
+// state and the buffers, then the flat parameters allgathered so every rank holds the whole
+// model.
 void commit(ZeroOptimizer& zero, const std::string& kind, const StagedLoad& staged) {
   ::torch::NoGradGuard no_grad;
-  Communicator& comm = zero.ddp().communicator();
   for (int b = 0; b < zero.bucket_count(); ++b) {
     const SavedShard& shard = staged.shards[static_cast<std::size_t>(b)];
     if (shard.param.numel() == 0) continue;
@@ -221,12 +220,9 @@ void commit(ZeroOptimizer& zero, const std::string& kind, const StagedLoad& stag
     set_shard_state(zero.inner(), kind, zero.shard(b), shard.state);
   }
   for (const auto& [buffer, saved] : staged.buffers) buffer.copy_(saved);
-  for (int b = 0; b < zero.bucket_count(); ++b) {
-    std::int64_t shard = zero.bucket_shard(b).shard;
-    if (shard == 0) continue;
-    float* flat = zero.flat_parameters(b).data_ptr<float>();
-    allgather(comm, flat + comm.rank() * shard, flat, shard, DType::kF32);
-  }
+  // As a step ends: with qwZ the shards written are the exact masters and the flat parameters
+  // get their dequantised values, as in the run that saved them.
+  zero.gather_parameters();
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include "braid/base/error.h"
 #include "braid/collectives/async_collectives.h"
 #include "braid/collectives/collectives.h"
+#include "braid/compress/quantized_allgather.h"
 
 namespace braid::torch {
 namespace {
@@ -29,7 +30,8 @@ void flatten_into(const ::torch::Tensor& flat, const engine::Bucket& bucket,
 
 }  // namespace
 
-ZeroOptimizer::ZeroOptimizer(DistributedDataParallel& ddp, const OptimizerFactory& make_inner) : ddp_(ddp) {
+ZeroOptimizer::ZeroOptimizer(DistributedDataParallel& ddp, const OptimizerFactory& make_inner, ZeroOptions zero)
+    : ddp_(ddp), zero_(zero) {
   ErrorContext context{.rank = ddp_.communicator().rank(), .op = "ZeroOptimizer"};
   int zero_stage = ddp_.options().zero_stage;
   if (zero_stage != 1 && zero_stage != 2) {
@@ -45,17 +47,33 @@ ZeroOptimizer::ZeroOptimizer(DistributedDataParallel& ddp, const OptimizerFactor
     Shard s{.layout = sync.bucket_shard(b)};
     s.flat = ::torch::zeros({s.layout.padded}, ::torch::kFloat32);
     flatten_into(s.flat, sync.plan().buckets[static_cast<std::size_t>(b)], ddp_.parameters());
-    // detach(): a leaf of its own (the optimizer's parameter) sharing the flat storage, so the
-    // inner step writes into the model's parameters.
-    s.owned = s.flat.narrow(0, s.layout.begin, s.layout.end - s.layout.begin).detach();
-    BRAID_CHECK(s.owned.data_ptr<float>() == s.flat.data_ptr<float>() + s.layout.begin, Mismatch, context,
-                "bucket {}: the shard is not a view of the flat parameters", b);
-    s.owned.set_requires_grad(true);
+    s.owned = owned_shard(s, b);
     owned.push_back(s.owned);
     shards_.push_back(std::move(s));
   }
   inner_ = make_inner(std::move(owned));
   if (!inner_) throw InvalidArgument(context, "the optimizer factory returned no optimizer");
+}
+
+// The inner optimizer's parameter for a bucket: a leaf of its own (detach()) sharing the
+// storage it steps, so the inner step writes in place: flat's [begin, end) (the model's
+// parameters), or with qwZ the real part of the exact master shard.
+::torch::Tensor ZeroOptimizer::owned_shard(Shard& s, int bucket) const {
+  ErrorContext context{.rank = ddp_.communicator().rank(), .op = "ZeroOptimizer"};
+  std::int64_t first = ddp_.communicator().rank() * s.layout.shard;
+  std::int64_t real = s.layout.end - s.layout.begin;
+  ::torch::Tensor base = s.flat;
+  std::int64_t begin = s.layout.begin;
+  if (zero_.quantize_weights) {
+    s.master = s.flat.narrow(0, first, s.layout.shard).clone();  // the exact values, padding 0
+    base = s.master;
+    begin = real == 0 ? 0 : begin - first;  // an all-padding shard's begin lies before `first`
+  }
+  ::torch::Tensor owned = base.narrow(0, begin, real).detach();
+  BRAID_CHECK(owned.data_ptr<float>() == base.data_ptr<float>() + begin, Mismatch, context,
+              "bucket {}: the shard is not a view of the {}", bucket, zero_.quantize_weights ? "master shard" : "flat parameters");
+  owned.set_requires_grad(true);
+  return owned;
 }
 
 void ZeroOptimizer::load_gradients() {
@@ -89,16 +107,29 @@ void ZeroOptimizer::step() {
   gradients_loaded_ = false;
 }
 
-void ZeroOptimizer::gather_parameters() {
+// One allgather per bucket, all in flight. Plain: in place on the parameters (this rank's
+// updated shard already sits at rank x shard). qwZ: from the master shard, int8 on the wire;
+// every rank, this one included, dequantises every shard into the flat parameters.
+std::vector<Work> ZeroOptimizer::start_gathers() {
   Communicator& comm = ddp_.communicator();
   int rank = comm.rank();
   std::vector<Work> works;
-  for (Shard& s : shards_) {
+  for (std::size_t b = 0; b < shards_.size(); ++b) {
+    Shard& s = shards_[b];
     if (s.layout.shard == 0) continue;  // an empty bucket, on every rank alike
-    // In place on the parameters: this rank's updated shard already sits at rank x shard.
     float* flat = s.flat.data_ptr<float>();
-    works.push_back(iallgather(comm, flat + rank * s.layout.shard, flat, s.layout.shard, DType::kF32));
+    if (zero_.quantize_weights) {
+      works.push_back(compress::iquantized_allgather(comm, s.master.data_ptr<float>(), s.layout.shard, flat,
+                                                     {.block = zero_.weight_block, .name = fmt::format("bucket {}", b)}));
+    } else {
+      works.push_back(iallgather(comm, flat + rank * s.layout.shard, flat, s.layout.shard, DType::kF32));
+    }
   }
+  return works;
+}
+
+void ZeroOptimizer::gather_parameters() {
+  std::vector<Work> works = start_gathers();
   // Every allgather must be over before the parameters are read, also when one failed.
   std::exception_ptr failure;
   for (Work& work : works) {
@@ -112,6 +143,16 @@ void ZeroOptimizer::gather_parameters() {
 }
 
 std::uint64_t ZeroOptimizer::gather_wire_bytes() const {
+  if (!zero_.quantize_weights) return fp32_gather_wire_bytes();
+  std::uint64_t bytes = 0;
+  const auto peers = static_cast<std::uint64_t>(ddp_.communicator().size() - 1);
+  for (const Shard& s : shards_) {
+    if (s.layout.shard > 0) bytes += peers * compress::quantized_allgather_payload_bytes(s.layout.shard, zero_.weight_block);
+  }
+  return bytes;
+}
+
+std::uint64_t ZeroOptimizer::fp32_gather_wire_bytes() const {
   std::uint64_t bytes = 0;
   const auto peers = static_cast<std::uint64_t>(ddp_.communicator().size() - 1);
   for (const Shard& s : shards_) bytes += peers * static_cast<std::uint64_t>(s.layout.shard) * sizeof(float);
@@ -162,7 +203,10 @@ double ZeroOptimizer::clip_grad_norm(double max_norm, const GradientNormScope& s
 ModelStateBytes ZeroOptimizer::model_state_bytes() {
   ModelStateBytes bytes = torch::model_state_bytes(ddp_.parameters(), inner_.get());
   bytes.parameters = 0;  // the flat tensors, padding included
-  for (const Shard& s : shards_) bytes.parameters += tensor_bytes(s.flat);
+  for (const Shard& s : shards_) {
+    bytes.parameters += tensor_bytes(s.flat);
+    if (s.master.defined()) bytes.master += tensor_bytes(s.master);
+  }
   // Stage 2 keeps no full gradient (the DDP releases each bucket's once GradSync has copied it):
   // this rank's gradient state is its averaged shards, GradSync's receive buffers (padding
   // included). Stage 1 keeps the whole .grad tensors, counted above; its shards are transient.

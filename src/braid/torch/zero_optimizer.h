@@ -40,7 +40,9 @@
 // the inner step writes the new values straight into this rank's range of the parameters, then
 // each bucket's flat tensor is allgathered in place (send = recv + rank x shard; all buckets in
 // flight, then one wait). No staging buffer, no copy back: every rank ends with identical
-// parameters.
+// parameters. ZeRO++ qwZ (ZeroOptions::quantize_weights): the inner step writes the master
+// shard instead, which is quantised, allgathered as int8 and dequantised into the flat tensor by
+// every rank, its owner included (compress/quantized_allgather.h).
 //
 // Checkpoints: zero_checkpoint.h (every rank saves its shards and their inner state, and a
 // checkpoint loads at any world size, resharded). Construct the ZeroOptimizer after any
@@ -64,6 +66,19 @@
 
 namespace braid::torch {
 
+// ZeRO++ switches of a ZeroOptimizer (docs/zero.md "ZeRO++"); the defaults are plain ZeRO. The
+// gradient side (qgZ) is the DDP's: DdpOptions::zero_codec.
+struct ZeroOptions {
+  // qwZ: the parameter allgather moves int8 (compress/quantized_allgather.h). The parameters
+  // every rank computes with are then the dequantised shards (bitwise identical on every rank,
+  // within max|block| / 254 of the exact values), and the inner optimizer steps a separate fp32
+  // master shard holding the exact values (4 bytes per shard element on each rank, counted as
+  // model_state_bytes().master), so quantisation never compounds from step to step. A non-finite
+  // weight is refused on every rank (InvalidArgument naming the rank and the bucket).
+  bool quantize_weights = false;
+  std::uint32_t weight_block = 0;  // int8 elements per fp32 scale (0: kDefaultBlock, 1024)
+};
+
 using OptimizerFactory = std::function<std::unique_ptr<::torch::optim::Optimizer>(std::vector<::torch::Tensor>)>;
 
 // Which elements a gradient norm counts, and over which ranks it sums. The default is plain
@@ -79,9 +94,9 @@ struct GradientNormScope {
 class ZeroOptimizer {
  public:
   // Builds the bucket plan now (GradSync::plan_buckets) and moves the parameters into the flat
-  // tensors. Throws
+  // tensors (with qwZ, copies this rank's shards into the master shards). Throws
   // InvalidArgument when the DDP's zero_stage is not 1 or 2 or the factory returns null.
-  ZeroOptimizer(DistributedDataParallel& ddp, const OptimizerFactory& make_inner);
+  ZeroOptimizer(DistributedDataParallel& ddp, const OptimizerFactory& make_inner, ZeroOptions zero = {});
   ZeroOptimizer(const ZeroOptimizer&) = delete;
   ZeroOptimizer& operator=(const ZeroOptimizer&) = delete;
 
@@ -102,7 +117,7 @@ class ZeroOptimizer {
   // more than the model's elements) + gradients (stage 1: the model's .grad, whole; stage 2:
   // this rank's averaged shards, GradSync's receive buffers, since the DDP releases the full
   // ones) + the inner optimizer's state (this rank's shards), in bytes (model_state_bytes.h);
-  // master is 0 (there is none). GradSync's send buffers are communication buffers, not counted
+  // master is 0 but with qwZ (the master shards). GradSync's send buffers are communication buffers, not counted
   // (GradSync::send_buffer_bytes()).
   ModelStateBytes model_state_bytes();
   // What ZeroOptimizer adds for communication: 0, the allgather runs in place on the flat
@@ -112,34 +127,50 @@ class ZeroOptimizer {
   // The bytes this rank sends per step() for the parameter allgathers, counted as GradSync
   // counts its reduce-scatters (algorithm bytes: (n-1) x shard x 4 per bucket), so that a
   // step's gradient and parameter traffic together read as DDP's allreduce (plus padding).
+  // qwZ: (n-1) x the int8 payload of a shard per bucket (quantized_allgather_payload_bytes).
   std::uint64_t gather_wire_bytes() const;
+  // What the allgathers would send in fp32, (n-1) x shard x 4 per bucket: also what an fp32
+  // reduce-scatter of the same buckets sends, the reference of qwZ's and qgZ's cuts.
+  std::uint64_t fp32_gather_wire_bytes() const;
+  const ZeroOptions& zero_options() const { return zero_; }
 
   ::torch::optim::Optimizer& inner() { return *inner_; }
   // Bucket b's parameters, flat ([padded] floats; every parameter of the bucket is a view of it).
   const ::torch::Tensor& flat_parameters(int bucket) const { return at(bucket).flat; }
-  // The inner optimizer's parameter for bucket b: [begin, end) of flat_parameters(b).
+  // The inner optimizer's parameter for bucket b: [begin, end) of flat_parameters(b) (qwZ: the
+  // real part of master_shard(b)).
   const ::torch::Tensor& shard(int bucket) const { return at(bucket).owned; }
+  // qwZ: bucket b's exact fp32 shard ([shard] floats, padding 0); undefined without qwZ.
+  const ::torch::Tensor& master_shard(int bucket) const { return at(bucket).master; }
   int stage() const { return ddp_.options().zero_stage; }
   // For checkpoints (zero_checkpoint.h): the wrapped DDP, the buckets and this rank's shard of
   // each (GradSync::bucket_shard, fixed at construction).
   DistributedDataParallel& ddp() { return ddp_; }
   int bucket_count() const { return static_cast<int>(shards_.size()); }
   const BucketShard& bucket_shard(int bucket) const { return at(bucket).layout; }
+  // Every rank's flat parameters from the shards, as step() ends (qwZ: quantised from the master
+  // shards): for a loader that wrote the shards (zero_checkpoint.h). Collective.
+  void gather_parameters();
 
  private:
   struct Shard {
     BucketShard layout;
     ::torch::Tensor flat;   // [padded] fp32: the bucket's parameters at the plan's offsets, 0 padding
     ::torch::Tensor owned;  // [end - begin]: a leaf over flat's [begin, end), .grad GradSync's shard
+    // qwZ: [shard] fp32, this rank's exact shard (padding 0); `owned` is a leaf over its real
+    // part instead of over flat's, and flat receives the dequantised values.
+    ::torch::Tensor master;
   };
 
   const Shard& at(int bucket) const { return shards_.at(static_cast<std::size_t>(bucket)); }
   void load_gradients();  // once per step: GradSync's shards become the owned shards' gradients
   // This rank's share of the squared norm: its real shard elements of the counted parameters.
   double shard_gradient_squares(const GradientNormScope& scope) const;
-  void gather_parameters();
+  ::torch::Tensor owned_shard(Shard& s, int bucket) const;
+  std::vector<Work> start_gathers();
 
   DistributedDataParallel& ddp_;
+  ZeroOptions zero_;
   std::vector<Shard> shards_;  // per bucket of the plan
   std::unique_ptr<::torch::optim::Optimizer> inner_;
   bool gradients_loaded_ = false;

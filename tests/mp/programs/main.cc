@@ -28,7 +28,7 @@ int main(int argc, char** argv) {
       {"async", scenario_async}, {"async-mismatch", scenario_async_mismatch}, {"async-timeout", scenario_async_timeout},
       {"compressed", scenario_compressed}, {"compressed-feedback", scenario_compressed_feedback},
       {"compressed-fault", scenario_compressed_fault}, {"compressed-convergence", scenario_compressed_convergence},
-      {"gradsync", scenario_gradsync}, {"zero_grad_sync", scenario_zero_grad_sync}, {"partition", scenario_partition},
+      {"gradsync", scenario_gradsync}, {"zero_grad_sync", scenario_zero_grad_sync}, {"zero_pp", scenario_zero_pp}, {"partition", scenario_partition},
       {"shm-names-after-setup", scenario_shm_names_after_setup}, {"shm-absent-peer", scenario_shm_absent_peer},
       {"mesh", scenario_mesh},
       {"tensor-parallel", scenario_tensor_parallel},

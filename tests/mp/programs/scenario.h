@@ -40,6 +40,7 @@ int scenario_compressed_fault(Communicator& comm, const Args& args);
 int scenario_compressed_convergence(Communicator& comm, const Args& args);
 int scenario_gradsync(Communicator& comm, const Args& args);
 int scenario_zero_grad_sync(Communicator& comm, const Args& args);
+int scenario_zero_pp(Communicator& comm, const Args& args);
 int scenario_partition(Communicator& comm, const Args& args);
 int scenario_shm_names_after_setup(Communicator& comm, const Args& args);
 int scenario_shm_absent_peer(Communicator& comm, const Args& args);

@@ -35,6 +35,7 @@
 #include "braid/trace/trace_recorder.h"
 #include "gradient_model.h"
 #include "scenario.h"
+#include "scenario_checks.h"
 
 namespace braid::testing {
 
@@ -56,11 +57,6 @@ void mark_all_shuffled(GradSync& sync, int rank, int step, int skip = -1) {
   for (int p : order) {
     if (p != skip) sync.mark_ready(p);
   }
-}
-
-bool fail(Communicator& comm, const std::string& what) {
-  RANK_SAY("FAIL rank %d: %s", comm.rank(), what.c_str());
-  return false;
 }
 
 // Checks every bucket of `sync` against allreduce(kAvg) of this rank's bucket contents (its
@@ -250,16 +246,6 @@ bool traced(Communicator& comm, int stage) {
     if (stage == 1 && e.start_ns < finish_ns) return fail(comm, "stage 1: " + e.name + " started before finish()");
   }
   return true;
-}
-
-template <typename F>
-bool throws_invalid(Communicator& comm, const std::string& what, F&& f) {
-  try {
-    f();
-  } catch (const InvalidArgument&) {
-    return true;
-  }
-  return fail(comm, what + " did not throw InvalidArgument");
 }
 
 bool bad_options_and_snapshots(Communicator& comm) {

@@ -6,6 +6,8 @@
 //   braid-torch-rank zero-vs-ddp        ZeroOptimizer (stages 1, 2; SGD, Adam, AdamW; with and
 //                                       without clipping) against DDP + the same torch optimizer,
 //                                       with an unused parameter: "ZERO ... difference D" lines
+//   braid-torch-rank qwz-vs-ddp         the same with ZeRO++ qwZ (int8 parameter allgather, exact
+//                                       master shards): "QWZ ... difference D" lines
 //   braid-torch-rank zero-without-stage ZeroOptimizer over a DDP with zero_stage 0: refused
 // Prints "PASS <scenario>" or the braid::Error ("ERROR <kind>: <message>") and exits 0 either
 // way: the error is the scenario's result, and a rank exiting non-zero would make braid-run stop
@@ -68,6 +70,27 @@ struct ZeroOutcome {
   int flat_faults = 0;    // parameters or shards not viewing the flat tensors, padding not 0.0
 };
 
+// qwZ: the inner shard views the master's real part, the master's padding is 0.0, and this
+// rank's slice of the flat parameters is the master dequantised: within the int8 bound
+// max|block| / 254 (+ fp32 rounding) of it, block by block of 1024 (docs/zero.md "ZeRO++").
+int qwz_faults(const braid::torch::ZeroOptimizer& zero, braid::torch::DistributedDataParallel& ddp, int b) {
+  braid::BucketShard layout = ddp.grad_sync().bucket_shard(b);
+  const torch::Tensor& master = zero.master_shard(b);
+  std::int64_t first = ddp.communicator().rank() * layout.shard;
+  std::int64_t real = layout.end - layout.begin;
+  int faults = 0;
+  if (real > 0 && zero.shard(b).data_ptr<float>() != master.data_ptr<float>() + (layout.begin - first)) ++faults;
+  faults += static_cast<int>(master.slice(0, real).ne(0).sum().item<std::int64_t>());
+  torch::Tensor mine = zero.flat_parameters(b).narrow(0, first, layout.shard);
+  for (std::int64_t at = 0; at < layout.shard; at += 1024) {
+    std::int64_t n = std::min<std::int64_t>(1024, layout.shard - at);
+    double m = master.narrow(0, at, n).abs().max().item<double>();
+    double error = (mine.narrow(0, at, n) - master.narrow(0, at, n)).abs().max().item<double>();
+    if (error > m / 254 + m * 1e-6) ++faults;
+  }
+  return faults;
+}
+
 // ZeroOptimizer's flat layout after training: each parameter is a view of its bucket's flat
 // tensor at the plan's offset, each inner shard a view at [begin, end), and the padding past the
 // bucket's elements is still exactly 0.0 (no optimizer, weight decay included, moved it).
@@ -83,7 +106,11 @@ int flat_faults(const braid::torch::ZeroOptimizer& zero, braid::torch::Distribut
       if (p.data_ptr<float>() != base + bucket.offsets[slot]) ++faults;
     }
     braid::BucketShard layout = ddp.grad_sync().bucket_shard(b);
-    if (layout.end > layout.begin && zero.shard(b).data_ptr<float>() != base + layout.begin) ++faults;
+    if (zero.zero_options().quantize_weights) {
+      faults += qwz_faults(zero, ddp, b);
+    } else if (layout.end > layout.begin && zero.shard(b).data_ptr<float>() != base + layout.begin) {
+      ++faults;
+    }
     faults += static_cast<int>(flat.slice(0, bucket.elements).ne(0).sum().item<std::int64_t>());
   }
   return faults;
@@ -95,7 +122,7 @@ int flat_faults(const braid::torch::ZeroOptimizer& zero, braid::torch::Distribut
 // padded on 3 and 4 ranks; "0.00001": every parameter its own bucket, so on 3 ranks the 4-float
 // biases leave rank 2 an empty shard (all padding).
 ZeroOutcome zero_against_ddp(braid::Communicator& comm, const std::string& cap, int stage,
-                             const std::string& optimizer, double clip) {
+                             const std::string& optimizer, double clip, braid::torch::ZeroOptions options = {}) {
   auto reference = std::make_shared<TwoLayers>(16, false);
   auto sharded = std::make_shared<TwoLayers>(16, false);
   braid::torch::DistributedDataParallel ddp(comm, reference, {.bucket_cap = cap, .allow_unused = true});
@@ -110,7 +137,7 @@ ZeroOutcome zero_against_ddp(braid::Communicator& comm, const std::string& cap, 
   std::unique_ptr<torch::optim::Optimizer> opt = make_optimizer(optimizer, reference->parameters());
   braid::torch::ZeroOptimizer zero(zero_ddp, [&](std::vector<torch::Tensor> shards) {
     return make_optimizer(optimizer, std::move(shards));
-  });
+  }, options);
   for (int step = 0; step < 3; ++step) {
     ddp.zero_grad();
     backward(*reference, comm.rank(), step);
@@ -149,6 +176,16 @@ void run(braid::Communicator& comm, const std::string& scenario) {
             std::printf("ZERO cap %s stage %d %s clip %g flat-faults %d difference %.9g\n", cap, stage, optimizer, clip,
                         outcome.flat_faults, outcome.difference);
           }
+        }
+      }
+    }
+  } else if (scenario == "qwz-vs-ddp") {
+    for (const char* cap : {"0.0005", "0.00001"}) {
+      for (int stage : {1, 2}) {
+        for (const char* optimizer : {"sgd", "adamw"}) {
+          ZeroOutcome outcome = zero_against_ddp(comm, cap, stage, optimizer, 0.0, {.quantize_weights = true});
+          std::printf("QWZ cap %s stage %d %s flat-faults %d difference %.9g\n", cap, stage, optimizer,
+                      outcome.flat_faults, outcome.difference);
         }
       }
     }

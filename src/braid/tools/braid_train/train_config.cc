@@ -8,6 +8,7 @@
 #include "braid/base/error.h"
 #include "braid/compress/codec_spec.h"
 #include "braid/parallel/pipeline_schedule.h"
+#include "braid/tools/braid_train/zero_pp.h"
 
 namespace braid::train {
 namespace {
@@ -57,11 +58,12 @@ std::string TrainConfig::trajectory_part() const {
 
 std::string TrainConfig::fingerprint(int world) const {
   return fmt::format("model={} world={} {}", model, world, trajectory_part()) +
-         (zero > 0 ? fmt::format(" zero={}", zero) : "");
+         (zero > 0 ? fmt::format(" zero={}", zero) : "") + (zero_pp.empty() ? "" : " zero-pp=" + zero_pp);
 }
 
 std::string TrainConfig::zero_fingerprint(std::int64_t steps_per_epoch) const {
-  return fmt::format("model={} {} zero steps-per-epoch={}", model, trajectory_part(), steps_per_epoch);
+  return fmt::format("model={} {} zero steps-per-epoch={}", model, trajectory_part(), steps_per_epoch) +
+         (zero_pp.empty() ? "" : " zero-pp=" + zero_pp);
 }
 
 void add_train_flags(CLI::App& app, TrainConfig& c) {
@@ -132,6 +134,9 @@ void add_train_flags(CLI::App& app, TrainConfig& c) {
                  "ZeRO stage: 0 (DDP), 1 (optimizer state sharded, gradients reduce-scattered after backward), 2 (as 1, "
                  "each bucket reduce-scattered during backward)")
       ->capture_default_str();
+  app.add_option("--zero-pp", c.zero_pp,
+                 "ZeRO++ with --zero 1|2: comma list of qwz (int8 parameter allgather), qgz (int8 gradient "
+                 "reduce-scatter), qgz-ef (qgz with error feedback); hpz is refused until stage 3");
 }
 
 namespace {
@@ -193,6 +198,8 @@ void validate_zero(const TrainConfig& c) {
     throw InvalidArgument({.op = "braid-train --zero"}, fmt::format("--zero {}: {}", c.zero, detail));
   };
   if (c.zero < 0 || c.zero > 3) bad("the stage must be 0, 1, 2 or 3");
+  // --zero-pp without stage 1 or 2, and hpz, are refused here (stage 3 is refused below).
+  if (c.zero != 3) parse_zero_pp(c.zero_pp, c.zero);
   if (c.zero == 0) return;
   if (c.zero == 3) bad("stage 3 is not implemented yet (parameters sharded between steps); use --zero 1 or 2");
   if (c.uses_mesh() && c.zero == 2) {

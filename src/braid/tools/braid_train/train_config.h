@@ -59,6 +59,7 @@ struct TrainConfig {
   int microbatches = 4;              // per optimizer step and pipeline (with --pp)
   std::string schedule = "1f1b";     // gpipe | 1f1b | interleaved:V | zb1 (with --pp)
   int zero = 0;                      // ZeRO stage: 0 (DDP), 1 or 2 (torch/zero_optimizer.h); 3 is refused
+  std::string zero_pp;               // ZeRO++ parts: comma list of qwz, qgz, qgz-ef (zero_pp.h)
 
   bool is_gpt() const { return model == "gpt" || model == "gpt-small"; }
   GptSize gpt_size() const;

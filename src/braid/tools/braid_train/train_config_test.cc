@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 
 #include "braid/base/error.h"
+#include "braid/tools/braid_train/zero_pp.h"
 
 namespace braid::train {
 namespace {
@@ -135,6 +136,30 @@ TEST(TrainConfig, ZeroFingerprintLeavesOutTheWorldSizeOnly) {
   }
   EXPECT_NE(parse({"--model", "gpt", "--zero", "1", "--width", "64"}).zero_fingerprint(10),
             parse({"--model", "gpt", "--zero", "1"}).zero_fingerprint(10));
+}
+
+// --zero-pp: qwz, qgz (qgz-ef with error feedback), alone or together, with --zero 1 or 2;
+// hpz (needs stage 3), unknown parts and --zero 0 refused naming the flag.
+TEST(TrainConfig, ZeroPlusPlusPartsAndWhatTheyRefuse) {
+  for (const char* stage : {"1", "2"}) {
+    for (const char* parts : {"qwz", "qgz", "qwz,qgz", "qgz-ef", "qgz,qwz"}) {
+      EXPECT_EQ(error_of(parse({"--zero", stage, "--zero-pp", parts}), 4), "") << parts;
+    }
+  }
+  ZeroPlusPlus both = parse_zero_pp("qwz,qgz", 2);
+  EXPECT_TRUE(both.qwz && both.qgz && !both.qgz_error_feedback);
+  EXPECT_TRUE(parse_zero_pp("qgz-ef", 1).qgz_error_feedback);
+  EXPECT_FALSE(parse_zero_pp("", 0).any());
+  EXPECT_NE(parse({"--zero", "1", "--zero-pp", "qwz"}).fingerprint(2), parse({"--zero", "1"}).fingerprint(2));
+  auto refused = [](std::vector<std::string> flags, const std::string& message) {
+    std::string error = error_of(parse(std::move(flags)), 2);
+    EXPECT_NE(error.find(message), std::string::npos) << error;
+  };
+  refused({"--zero-pp", "qwz"}, "--zero-pp qwz: needs --zero 1 or 2");
+  refused({"--zero", "1", "--zero-pp", "hpz"}, "hpz (a secondary parameter partition inside each host) needs ZeRO stage 3");
+  refused({"--zero", "2", "--zero-pp", "qwz,hpz"}, "needs ZeRO stage 3");
+  refused({"--zero", "1", "--zero-pp", "qwz,int4"}, "unknown part 'int4'");
+  refused({"--zero", "1", "--zero-pp", "qwz,"}, "unknown part ''");
 }
 
 }  // namespace

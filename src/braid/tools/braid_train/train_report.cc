@@ -58,7 +58,9 @@ std::string summary_table(const RunSummary& s, bool classification) {
   out += fmt::format("model states {} per rank (rank 0: parameters, gradients, optimizer state{}){}\n",
                      megabytes(static_cast<std::uint64_t>(s.model_state.total())),
                      s.model_state.master > 0 ? ", master shards" : "",
-                     s.zero_stage > 0 ? fmt::format("; ZeRO stage {}", s.zero_stage) : "");
+                     s.zero_stage > 0 ? fmt::format("; ZeRO stage {}{}", s.zero_stage,
+                                                    s.zero_pp.empty() ? "" : " with ZeRO++ " + s.zero_pp)
+                                      : "");
   return out;
 }
 
@@ -84,7 +86,11 @@ nlohmann::json to_json(const RunSummary& s, const TrainConfig& c) {
                       {"compression_ratio", e.compression_ratio()},
                       {"axis_bytes_per_step", e.axis_bytes_per_step},
                       {"tp_seconds", e.tp_seconds},
-                      {"tp_share", e.tp_share()}});
+                      {"tp_share", e.tp_share()},
+                      {"zero_wire", {{"gradients", e.zero_wire.gradients},
+                                     {"parameters", e.zero_wire.parameters},
+                                     {"fp32_each", e.zero_wire.fp32_each},
+                                     {"gradient_transport", e.zero_wire.gradient_transport}}}});
   }
   return {{"model", s.model},
           {"world", s.world},
@@ -104,6 +110,7 @@ nlohmann::json to_json(const RunSummary& s, const TrainConfig& c) {
           {"mesh", {{"dp", s.world / (c.pp * c.tp)}, {"pp", c.pp}, {"tp", c.tp}, {"sp", c.sequence_parallel}}},
           {"step_losses", s.step_losses},
           {"zero_stage", s.zero_stage},
+          {"zero_pp", s.zero_pp},
           {"model_state_bytes", s.model_state.total()},
           {"model_state", {{"parameters", s.model_state.parameters},
                            {"gradients", s.model_state.gradients},

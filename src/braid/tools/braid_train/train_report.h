@@ -33,6 +33,13 @@ struct EpochFigures {
   // ranks (parallel/axis_traffic.h; plan/training_traffic.h predicts them), and rank 0's time
   // inside tensor-parallel collectives.
   std::map<std::string, double> axis_bytes_per_step;
+  // ZeRO runs, rank 0, summed over the epoch's steps: the gradient reduce-scatters' and the
+  // parameter allgathers' bytes (int8 + scales + headers with --zero-pp qgz / qwz), and what
+  // either would send in fp32 (the two are equal: (n-1) x shard x 4 per bucket); the gradient
+  // side's bytes measured on the transports.
+  struct ZeroWire {
+    std::uint64_t gradients = 0, parameters = 0, fp32_each = 0, gradient_transport = 0;
+  } zero_wire;
   double tp_seconds = 0;
   double tp_share() const { return step_seconds > 0 ? tp_seconds / step_seconds : 0; }
 
@@ -57,6 +64,7 @@ struct RunSummary {
   bool resumed = false;
   std::vector<double> step_losses;     // each step's training loss (mean over the batch), this run's steps
   int zero_stage = 0;                  // --zero
+  std::string zero_pp;                 // --zero-pp
   // Rank 0's parameters + gradients + optimizer state (ZeRO: + master shards), in bytes, at the
   // end of the run (torch/model_state_bytes.h, which this torch-free header mirrors): what
   // ZeRO's stages shard.

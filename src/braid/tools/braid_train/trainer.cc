@@ -22,6 +22,7 @@
 #include "braid/tools/braid_train/trainer_checkpoint.h"
 #include "braid/tools/braid_train/training_common.h"
 #include "braid/tools/braid_train/training_data.h"
+#include "braid/tools/braid_train/zero_pp.h"
 
 namespace braid::train {
 namespace {
@@ -71,15 +72,19 @@ void Trainer::set_up() {
   if (!config_.trace_dir.empty()) {
     trace_ = std::make_unique<trace::TraceRecorder>(trace::TraceOptions{.rank = comm_.rank(), .output_dir = config_.trace_dir});
   }
+  ZeroPlusPlus zero_pp = parse_zero_pp(config_.zero_pp, config_.zero);
   ddp_ = std::make_unique<torch::DistributedDataParallel>(
       comm_, model_,
       torch::DdpOptions{.bucket_cap = config_.bucket_mb, .policy = make_policy(config_), .overlap = config_.overlap,
-                        .trace = trace_.get(), .zero_stage = config_.zero});
+                        .trace = trace_.get(), .zero_stage = config_.zero,
+                        .zero_codec = {.id = zero_pp.qgz ? compress::CodecId::kInt8 : compress::CodecId::kNone},
+                        .zero_error_feedback = zero_pp.qgz_error_feedback});
   // ZeRO: the optimizer steps this rank's flat shards (its state is 1/n of DDP's); the same
   // elementwise update as over the whole parameters.
   if (config_.zero > 0) {
     zero_ = std::make_unique<torch::ZeroOptimizer>(
-        *ddp_, [this](std::vector<::torch::Tensor> shards) { return make_optimizer(config_, std::move(shards)); });
+        *ddp_, [this](std::vector<::torch::Tensor> shards) { return make_optimizer(config_, std::move(shards)); },
+        torch::ZeroOptions{.quantize_weights = zero_pp.qwz});
   } else {
     optimizer_ = make_optimizer(config_, model_->parameters());
   }
@@ -159,6 +164,12 @@ double Trainer::train_step(std::span<const std::int64_t> indices, EpochFigures& 
   figures.communication_seconds += stats.communication_seconds;
   figures.exposed_seconds += stats.exposed_seconds;
   figures.wire_bytes += stats.wire.wire_bytes + (zero_ ? zero_->gather_wire_bytes() : 0);  // ZeRO: + the allgather
+  if (zero_) {  // each part against its fp32 collective (qgZ's and qwZ's cuts)
+    figures.zero_wire.gradients += stats.wire.wire_bytes;
+    figures.zero_wire.parameters += zero_->gather_wire_bytes();
+    figures.zero_wire.fp32_each += zero_->fp32_gather_wire_bytes();
+    figures.zero_wire.gradient_transport += stats.wire.transport_bytes;
+  }
   figures.dense_wire_bytes += stats.wire.dense_wire_bytes;
   figures.payload_bytes += stats.wire.payload_bytes;
   figures.fp32_bytes += stats.wire.elements * sizeof(float);
@@ -217,7 +228,7 @@ RunSummary Trainer::run() {
   RunSummary summary{.model = config_.model, .world = comm_.size(), .threads = config_.threads,
                      .parameters = ddp_->parameter_count(), .compress = config_.compress, .overlap = config_.overlap,
                      .blas = blas_description(), .data = data_->describe(), .resumed = resumed_,
-                     .zero_stage = config_.zero};
+                     .zero_stage = config_.zero, .zero_pp = config_.zero_pp};
   for (std::int64_t epoch = start_.epoch; step_ < total_steps_; ++epoch) {
     EpochFigures figures{.epoch = epoch + 1};
     train_epoch(epoch, epoch == start_.epoch ? start_.batch_in_epoch : 0, figures);
