@@ -242,5 +242,22 @@ TEST_F(ZeroCheckpointTest, ResumingWhereAnEpochHasAnotherLengthIsRefused) {
   expect_success(train(3, plus(mlp, {"--steps", "3", "--checkpoint-dir", path("ckpt-3"), "--resume"})));
 }
 
+// With ZeRO++ (--zero-pp qwz,qgz) the checkpoint holds qwZ's exact master shards, and a load
+// regathers the flat parameters through the int8 allgather, as a step ends: resumed at the same
+// world size the run is the uninterrupted one bit for bit. Had the load allgathered the flat
+// parameters as they were (the exact values, not their int8 round trip), the first resumed
+// forward would compute with other weights and the digest would differ.
+TEST_F(ZeroCheckpointTest, ZeroPlusPlusResumesBitForBitFromItsMasterShards) {
+  std::vector<std::string> common = {"--model", "mlp", "--batch", "24", "--train-samples", "240", "--lr", "0.1",
+                                     "--bucket-mb", "1", "--zero", "2", "--zero-pp", "qwz,qgz"};
+  expect_success(train(2, plus(common, {"--steps", "6", "--json", path("full.json")})));
+  expect_success(train(2, plus(common, {"--steps", "3", "--checkpoint-dir", path("ckpt")})));
+  expect_success(train(2, plus(common, {"--steps", "6", "--checkpoint-dir", path("ckpt"), "--resume", "--json",
+                                        path("resumed.json")})));
+  EXPECT_EQ(digest("resumed.json"), digest("full.json"));
+  std::vector<double> full = step_losses("full.json");
+  EXPECT_EQ(step_losses("resumed.json"), std::vector<double>(full.begin() + 3, full.end()));
+}
+
 }  // namespace
 }  // namespace braid::testing
