@@ -1,4 +1,4 @@
-// quantized_allgather(): encode this rank's shard (int8 codec), allgather the payloads as bytes,
+// quantized_allgather(): encode this rank's shard (int8, bf16 or fp16 codec), allgather the payloads as bytes,
 // decode all of them. The whole operation runs as one task of the communicator's collective
 // queue, so the scratch payload buffer is never shared by two operations in flight.
 #include "braid/compress/quantized_allgather.h"
@@ -20,11 +20,11 @@ namespace {
 // should a blocking compressed allreduce be encoding on the caller's thread meanwhile.
 constexpr int kGatherSlot = 8;
 
-CodecSpec int8_spec(std::uint32_t block) { return {.id = CodecId::kInt8, .block = block}; }
+CodecSpec spec_of(const QuantizedAllgatherOptions& options) { return {.id = options.codec, .block = options.block}; }
 
 // kRaise: the first non-finite decoded value, by rank. The int8 codec turns a block holding NaN
 // or Inf into NaN in each of its elements (codec.h), and a finite block decodes finite, so the
-// first element of every block tells.
+// first element of every block tells; the 16-bit codecs carry every value (block 1).
 void refuse_non_finite(const CompressedCall& call, const float* full, std::size_t count, std::size_t block,
                        const std::string& name) {
   for (int p = 0; p < call.size(); ++p) {
@@ -43,7 +43,7 @@ void refuse_non_finite(const CompressedCall& call, const float* full, std::size_
 void gather(Communicator& comm, const float* shard, std::size_t count, float* full,
             const QuantizedAllgatherOptions& options, CompressionStats& stats) {
   const int n = comm.size();
-  CompressedAllreduceOptions call_options{.codec = int8_spec(options.block), .name = options.name};
+  CompressedAllreduceOptions call_options{.codec = spec_of(options), .name = options.name};
   auto codec = make_codec(call_options.codec);
   CompressionState no_state;  // quantising weights keeps no residual: the owner keeps the exact values
   CompressedCall call{.comm = comm,
@@ -58,7 +58,8 @@ void gather(Communicator& comm, const float* shard, std::size_t count, float* fu
   std::span<std::byte> gathered = call.bytes(kGatherSlot, slot * static_cast<std::size_t>(n));
   std::span<std::byte> own = gathered.subspan(slot * static_cast<std::size_t>(comm.rank()), slot);
   if (codec->encode({shard, count}, {}, call.encode, own) != slot) {
-    call.fail(Corrupt(call.context(-1), "the int8 codec wrote another size than it announced"));
+    call.fail(Corrupt(call.context(-1), fmt::format("the {} codec wrote another size than it announced",
+                                                    to_string(call_options.codec))));
   }
   allgather(comm, own.data(), gathered.data(), static_cast<std::int64_t>(slot), DType::kU8);
   for (int p = 0; p < n; ++p) {
@@ -68,7 +69,8 @@ void gather(Communicator& comm, const float* shard, std::size_t count, float* fu
   stats.payload_bytes = slot;
   stats.wire_bytes = static_cast<std::uint64_t>(n - 1) * slot;
   if (options.non_finite == NonFinitePolicy::kRaise) {
-    refuse_non_finite(call, full, count, call_options.codec.effective_block(), options.name);
+    std::size_t block = options.codec == CodecId::kInt8 ? call_options.codec.effective_block() : 1;
+    refuse_non_finite(call, full, count, block, options.name);
   }
 }
 
@@ -77,6 +79,10 @@ void check_arguments(Communicator& comm, const float* shard, std::int64_t count,
   ErrorContext context{.rank = comm.rank(), .op = fmt::format("quantized_allgather of '{}'", options.name)};
   if (count < 0) throw InvalidArgument(context, fmt::format("negative count {}", count));
   if (count > 0 && (shard == nullptr || full == nullptr)) throw InvalidArgument(context, "null buffer");
+  if (options.codec != CodecId::kInt8 && options.codec != CodecId::kBf16 && options.codec != CodecId::kFp16) {
+    throw InvalidArgument(context, fmt::format("codec {}: the weights are gathered as int8, bf16 or fp16",
+                                               to_string(CodecSpec{.id = options.codec})));
+  }
   if (options.block > kMaxBlock) {
     throw InvalidArgument(context, fmt::format("block {} above the int8 codec's maximum {}", options.block, kMaxBlock));
   }
@@ -84,9 +90,9 @@ void check_arguments(Communicator& comm, const float* shard, std::int64_t count,
 
 }  // namespace
 
-std::size_t quantized_allgather_payload_bytes(std::int64_t count, std::uint32_t block) {
+std::size_t quantized_allgather_payload_bytes(std::int64_t count, std::uint32_t block, CodecId codec) {
   if (count == 0) return 0;  // nothing is sent
-  return make_codec(int8_spec(block))->max_encoded_bytes(count, {});
+  return make_codec({.id = codec, .block = block})->max_encoded_bytes(count, {});
 }
 
 Work iquantized_allgather(Communicator& comm, const float* shard, std::int64_t count, float* full,
@@ -95,7 +101,7 @@ Work iquantized_allgather(Communicator& comm, const float* shard, std::int64_t c
   auto& queue = detail::CollectiveAccess(comm).attachment<CollectiveQueue>();
   std::string op = fmt::format("quantized_allgather of '{}'", options.name);
   return queue.submit({.rank = comm.rank(), .op = op}, [&comm, shard, count, full, options = std::move(options), stats] {
-    CompressionStats figures{.codec = int8_spec(options.block), .elements = static_cast<std::uint64_t>(count)};
+    CompressionStats figures{.codec = spec_of(options), .elements = static_cast<std::uint64_t>(count)};
     figures.dense_wire_bytes = static_cast<std::uint64_t>(comm.size() - 1) * static_cast<std::uint64_t>(count) * 4;
     std::uint64_t sent_before = detail::CollectiveAccess(comm).bytes_sent();
     if (count > 0) gather(comm, shard, static_cast<std::size_t>(count), full, options, figures);

@@ -17,7 +17,8 @@
 // Exact cases: zeros (padding, an all-zero block, a shard of nothing but padding) decode to +0;
 // a block whose max|x| is below 2^-119 decodes to 0 too (codec_int8.cc says why).
 // Non-finite values: a block holding NaN or Inf decodes to NaN in every element on every rank
-// (the codec's contract). Under NonFinitePolicy::kRaise (the default) every rank then throws the
+// (the int8 codec's contract; bf16 and fp16 carry each value, fp16 turning finite values
+// beyond 65504 into Inf). Under NonFinitePolicy::kRaise (the default) every rank then throws the
 // same InvalidArgument naming the first rank whose shard held one and `name` (no extra
 // communication: the gathered bytes are identical everywhere, so is the verdict); the
 // collective itself completed, so the communicator stays usable. kPropagate returns the NaN
@@ -40,6 +41,9 @@
 namespace braid::compress {
 
 struct QuantizedAllgatherOptions {
+  // kInt8 (qwZ), or kBf16 / kFp16: the 16-bit weights of mixed-precision training (half the
+  // bytes, the master kept exact by the caller as for int8). Another codec: InvalidArgument.
+  CodecId codec = CodecId::kInt8;
   // int8 elements per fp32 scale (0: kDefaultBlock = 1024, codec_spec.h; the compressed
   // allreduce's block, see docs/zero.md "ZeRO++" for the comparison with DeepSpeed's groups).
   std::uint32_t block = 0;
@@ -49,8 +53,10 @@ struct QuantizedAllgatherOptions {
 };
 
 // The payload one rank's shard of `count` floats travels as (header included; 0 for count 0,
-// which sends nothing): 56 + 4 x ceil(count / block) + count bytes for int8.
-std::size_t quantized_allgather_payload_bytes(std::int64_t count, std::uint32_t block = 0);
+// which sends nothing): 56 + 4 x ceil(count / block) + count bytes for int8, the 16-bit codecs'
+// header + 2 x count for bf16 and fp16.
+std::size_t quantized_allgather_payload_bytes(std::int64_t count, std::uint32_t block = 0,
+                                              CodecId codec = CodecId::kInt8);
 
 // Gathers every rank's `count` floats at `shard` into `full` (n x count floats, rank p's at
 // p x count), through int8. `shard` may be `full + rank x count` (in place). Every rank passes

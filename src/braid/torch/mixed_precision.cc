@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "braid/base/error.h"
+#include "braid/parallel/loss_scaler.h"
 
 namespace braid::torch {
 
@@ -21,6 +22,18 @@ std::string to_string(Precision precision) {
     case Precision::kFp16: return "fp16";
   }
   return "?";
+}
+
+bool unscale_gradients(const std::vector<::torch::Tensor>& params, double scale, Communicator& group) {
+  ::torch::NoGradGuard no_grad;
+  bool overflow = false;
+  for (const ::torch::Tensor& p : params) {
+    if (!p.grad().defined()) continue;
+    p.grad().mul_(1.0 / scale);
+    const ::torch::Tensor g = p.grad().contiguous();
+    overflow = overflow || !parallel::all_finite({g.data_ptr<float>(), static_cast<std::size_t>(g.numel())});
+  }
+  return parallel::agree_on_overflow(group, overflow);
 }
 
 AutocastScope::AutocastScope(Precision precision) {

@@ -21,7 +21,12 @@
 // Thread-local, like autocast itself: open it on the thread that runs the forward.
 #pragma once
 
+#include <torch/torch.h>
+
 #include <string>
+#include <vector>
+
+#include "braid/comm/communicator.h"
 
 namespace braid::torch {
 
@@ -30,6 +35,11 @@ enum class Precision { kFp32, kBf16, kFp16 };
 // "fp32", "bf16", "fp16"; InvalidArgument naming the value otherwise.
 Precision parse_precision(const std::string& name);
 std::string to_string(Precision precision);
+
+// DDP's side of a loss-scaled step (ZeroOptimizer::unscale_gradients is ZeRO's): divides every
+// parameter's (averaged) gradient by `scale` and returns whether any rank of `group` found a
+// non-finite one. Collective over `group`.
+bool unscale_gradients(const std::vector<::torch::Tensor>& params, double scale, Communicator& group);
 
 class AutocastScope {
  public:

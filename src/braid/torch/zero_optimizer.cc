@@ -10,6 +10,7 @@
 #include "braid/base/error.h"
 #include "braid/collectives/async_collectives.h"
 #include "braid/collectives/collectives.h"
+#include "braid/parallel/loss_scaler.h"
 #include "braid/compress/quantized_allgather.h"
 
 namespace braid::torch {
@@ -100,6 +101,19 @@ void ZeroOptimizer::load_gradients() {
   gradients_loaded_ = true;
 }
 
+bool ZeroOptimizer::unscale_gradients(double scale, Communicator* group) {
+  load_gradients();
+  ::torch::NoGradGuard no_grad;
+  bool overflow = false;
+  for (Shard& s : shards_) {
+    if (!s.owned.grad().defined()) continue;
+    s.owned.mutable_grad().mul_(1.0 / scale);
+    const ::torch::Tensor& g = s.owned.grad();
+    overflow = overflow || !parallel::all_finite({g.data_ptr<float>(), static_cast<std::size_t>(g.numel())});
+  }
+  return parallel::agree_on_overflow(group ? *group : ddp_.communicator(), overflow);
+}
+
 void ZeroOptimizer::step() {
   load_gradients();
   inner_->step();
@@ -120,7 +134,7 @@ std::vector<Work> ZeroOptimizer::start_gathers() {
     float* flat = s.flat.data_ptr<float>();
     if (zero_.quantize_weights) {
       works.push_back(compress::iquantized_allgather(comm, s.master.data_ptr<float>(), s.layout.shard, flat,
-                                                     {.block = zero_.weight_block, .name = fmt::format("bucket {}", b)}));
+                                                     {.codec = zero_.weight_codec, .block = zero_.weight_block, .name = fmt::format("bucket {}", b)}));
     } else {
       works.push_back(iallgather(comm, flat + rank * s.layout.shard, flat, s.layout.shard, DType::kF32));
     }
@@ -147,7 +161,7 @@ std::uint64_t ZeroOptimizer::gather_wire_bytes() const {
   std::uint64_t bytes = 0;
   const auto peers = static_cast<std::uint64_t>(ddp_.communicator().size() - 1);
   for (const Shard& s : shards_) {
-    if (s.layout.shard > 0) bytes += peers * compress::quantized_allgather_payload_bytes(s.layout.shard, zero_.weight_block);
+    if (s.layout.shard > 0) bytes += peers * compress::quantized_allgather_payload_bytes(s.layout.shard, zero_.weight_block, zero_.weight_codec);
   }
   return bytes;
 }

@@ -61,6 +61,7 @@
 #include <memory>
 #include <vector>
 
+#include "braid/compress/codec_spec.h"
 #include "braid/torch/distributed_data_parallel.h"
 #include "braid/torch/model_state_bytes.h"
 
@@ -77,6 +78,9 @@ struct ZeroOptions {
   // weight is refused on every rank (InvalidArgument naming the rank and the bucket).
   bool quantize_weights = false;
   std::uint32_t weight_block = 0;  // int8 elements per fp32 scale (0: kDefaultBlock, 1024)
+  // What the quantised allgather moves: int8 (qwZ), or bf16 / fp16, the 16-bit weights of mixed
+  // precision (--precision bf16|fp16: half the bytes; the master shards exact as for int8).
+  compress::CodecId weight_codec = compress::CodecId::kInt8;
 };
 
 using OptimizerFactory = std::function<std::unique_ptr<::torch::optim::Optimizer>(std::vector<::torch::Tensor>)>;
@@ -102,6 +106,14 @@ class ZeroOptimizer {
 
   // REQUIRES: ddp.synchronize() of this step has returned. Collective.
   void step();
+  // Mixed precision under a loss scale (parallel/loss_scaler.h): divides this step's shard
+  // gradients by `scale` and returns whether any rank of `group` (null: the DDP's communicator)
+  // found a non-finite element in its shards, the overflow decision every rank takes alike.
+  // REQUIRES: as step(), before clip_grad_norm() and step(). Collective over the group.
+  bool unscale_gradients(double scale, Communicator* group = nullptr);
+  // After an agreed overflow: drops this step's gradients without stepping, so the parameters and
+  // the optimizer state stay what they were, on every rank.
+  void skip_step() { gradients_loaded_ = false; }
   // The model's gradients (DistributedDataParallel::zero_grad).
   void zero_grad();
   // Scales this step's shard gradients by max_norm / (norm + 1e-6) when the global 2-norm of

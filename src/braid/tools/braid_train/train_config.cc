@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <cstdlib>
 
 #include "braid/base/error.h"
 #include "braid/compress/codec_spec.h"
@@ -56,14 +57,21 @@ std::string TrainConfig::trajectory_part() const {
                      bucket_mb, seed, train_samples, gpt_part(*this), pipeline_part(*this));
 }
 
+// fp32 runs keep the fingerprints they had before --precision existed.
+std::string TrainConfig::precision_part() const {
+  if (precision == "fp32") return "";
+  return " precision=" + precision + (precision == "fp16" ? " loss-scale=" + loss_scale : "");
+}
+
 std::string TrainConfig::fingerprint(int world) const {
   return fmt::format("model={} world={} {}", model, world, trajectory_part()) +
-         (zero > 0 ? fmt::format(" zero={}", zero) : "") + (zero_pp.empty() ? "" : " zero-pp=" + zero_pp);
+         (zero > 0 ? fmt::format(" zero={}", zero) : "") + (zero_pp.empty() ? "" : " zero-pp=" + zero_pp) +
+         precision_part();
 }
 
 std::string TrainConfig::zero_fingerprint(std::int64_t steps_per_epoch) const {
   return fmt::format("model={} {} zero steps-per-epoch={}", model, trajectory_part(), steps_per_epoch) +
-         (zero_pp.empty() ? "" : " zero-pp=" + zero_pp);
+         (zero_pp.empty() ? "" : " zero-pp=" + zero_pp) + precision_part();
 }
 
 void add_train_flags(CLI::App& app, TrainConfig& c) {
@@ -137,6 +145,19 @@ void add_train_flags(CLI::App& app, TrainConfig& c) {
   app.add_option("--zero-pp", c.zero_pp,
                  "ZeRO++ with --zero 1|2: comma list of qwz (int8 parameter allgather), qgz (int8 gradient "
                  "reduce-scatter), qgz-ef (qgz with error feedback); hpz is refused until stage 3");
+  app.add_option("--precision", c.precision,
+                 "fp32 | bf16 (forward under CPU autocast in bf16, gradients and ZeRO's parameter allgather in bf16 "
+                 "on the wire, fp32 master weights) | fp16 (gradients and ZeRO's parameters in fp16 on the wire under "
+                 "a dynamic loss scale; compute fp32: LibTorch 1.13 has no fp16 CPU matmul)")
+      ->check(CLI::IsMember({"fp32", "bf16", "fp16"}))
+      ->capture_default_str();
+  app.add_option("--loss-scale", c.loss_scale,
+                 "with --precision fp16: dynamic (start 65536, halve and skip the step on an overflow, double after "
+                 "2000 clean steps) or a fixed scale")
+      ->capture_default_str();
+  app.add_option("--inject-overflow", c.inject_overflow,
+                 "testing, with --precision fp16: at this step the last rank's first gradient element becomes inf "
+                 "(the step must be skipped on every rank)");
 }
 
 namespace {
@@ -214,6 +235,33 @@ void validate_zero(const TrainConfig& c) {
   if (c.compress != "none") bad(fmt::format("with --compress {}: ZeRO reduce-scatters uncompressed gradients", c.compress));
 }
 
+// --precision sets the compute dtype and the wire's: what else would set the wire is refused
+// rather than silently overridden.
+void validate_precision(const TrainConfig& c) {
+  auto bad = [&c](const std::string& detail) {
+    throw InvalidArgument({.op = "braid-train --precision"}, fmt::format("--precision {}: {}", c.precision, detail));
+  };
+  bool fp16 = c.precision == "fp16";
+  if (c.loss_scale != "dynamic") {
+    char* end = nullptr;
+    double scale = std::strtod(c.loss_scale.c_str(), &end);
+    if (c.loss_scale.empty() || *end != '\0' || !std::isfinite(scale) || scale < 1) {
+      throw InvalidArgument({.op = "braid-train --loss-scale"},
+                            fmt::format("--loss-scale '{}': expected dynamic or a finite number >= 1", c.loss_scale));
+    }
+    if (!fp16) bad("--loss-scale applies to --precision fp16 only (bf16 has fp32's range)");
+  }
+  if (c.inject_overflow < 0) {
+    throw InvalidArgument({.op = "braid-train --inject-overflow"}, fmt::format("--inject-overflow {}: a step >= 1", c.inject_overflow));
+  }
+  if (c.inject_overflow > 0 && !fp16) bad("--inject-overflow tests the loss scale of --precision fp16");
+  if (c.precision == "fp32") return;
+  if (c.uses_mesh()) bad("with --tp, --pp or --dropout (the mesh trainer) is not implemented yet");
+  if (!c.zero_pp.empty()) bad(fmt::format("with --zero-pp {}: both set the wire's dtypes; choose one", c.zero_pp));
+  if (c.compress != "none") bad(fmt::format("with --compress {}: --precision sets the gradients' wire dtype", c.compress));
+  if (c.zero == 3) bad("with --zero 3 is not implemented yet");
+}
+
 }  // namespace
 
 void validate(const TrainConfig& c, int world) {
@@ -229,6 +277,7 @@ void validate(const TrainConfig& c, int world) {
   }
   validate_gpt_size(c);
   validate_zero(c);
+  validate_precision(c);
   validate_tensor_parallel(c);
   if (c.uses_mesh()) validate_mesh(c, world);
   if (c.batch % (world * c.accumulate) != 0 && !c.uses_mesh()) {

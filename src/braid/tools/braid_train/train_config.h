@@ -60,10 +60,14 @@ struct TrainConfig {
   std::string schedule = "1f1b";     // gpipe | 1f1b | interleaved:V | zb1 (with --pp)
   int zero = 0;                      // ZeRO stage: 0 (DDP), 1 or 2 (torch/zero_optimizer.h); 3 is refused
   std::string zero_pp;               // ZeRO++ parts: comma list of qwz, qgz, qgz-ef (zero_pp.h)
+  std::string precision = "fp32";    // fp32 | bf16 | fp16 (mixed_precision_training.h)
+  std::string loss_scale = "dynamic"; // fp16: "dynamic" or a fixed scale
+  std::int64_t inject_overflow = 0;  // fp16, testing: step whose gradient the last rank makes inf
 
   bool is_gpt() const { return model == "gpt" || model == "gpt-small"; }
   GptSize gpt_size() const;
   std::string trajectory_part() const;  // the fingerprints' settings after the model and world
+  std::string precision_part() const;   // " precision=bf16 ..." (empty for fp32)
   // Tensor or pipeline parallelism (or dropout, whose streams a mesh checkpoint keeps): the
   // mesh trainer (mesh_trainer.h) rather than the data-parallel one.
   bool uses_mesh() const { return tp > 1 || pp > 1 || dropout > 0; }

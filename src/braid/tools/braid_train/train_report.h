@@ -65,6 +65,9 @@ struct RunSummary {
   std::vector<double> step_losses;     // each step's training loss (mean over the batch), this run's steps
   int zero_stage = 0;                  // --zero
   std::string zero_pp;                 // --zero-pp
+  std::string precision = "fp32";      // --precision
+  double loss_scale = 0;               // fp16: the scale at the end of the run (0: none)
+  std::vector<std::int64_t> skipped_steps;  // fp16: steps skipped on an overflow (1-based)
   // Rank 0's parameters + gradients + optimizer state (ZeRO: + master shards), in bytes, at the
   // end of the run (torch/model_state_bytes.h, which this torch-free header mirrors): what
   // ZeRO's stages shard.

@@ -19,6 +19,7 @@
 #include "braid/tools/braid_train/blas_runtime.h"
 #include "braid/tools/braid_train/models.h"
 #include "braid/tools/braid_train/mesh_trainer.h"
+#include "braid/tools/braid_train/mixed_precision_training.h"
 #include "braid/tools/braid_train/trainer_checkpoint.h"
 #include "braid/tools/braid_train/training_common.h"
 #include "braid/tools/braid_train/training_data.h"
@@ -46,6 +47,7 @@ class Trainer {
             .steps_per_epoch = steps_per_epoch_};
   }
   void progress(std::int64_t epoch, std::int64_t batch, double loss);
+  bool update();
   void finish_epoch(EpochFigures& figures, double loss_sum, double epoch_seconds);
 
   Communicator& comm_;
@@ -61,6 +63,8 @@ class Trainer {
   torch::TrainingPosition start_;
   bool resumed_ = false;
   std::vector<double> step_losses_;  // the mean over ranks of each step's loss
+  PrecisionPlan precision_;
+  std::vector<std::int64_t> skipped_steps_;  // fp16: steps whose gradients overflowed
   Clock::time_point last_progress_ = Clock::now();
 };
 
@@ -73,18 +77,25 @@ void Trainer::set_up() {
     trace_ = std::make_unique<trace::TraceRecorder>(trace::TraceOptions{.rank = comm_.rank(), .output_dir = config_.trace_dir});
   }
   ZeroPlusPlus zero_pp = parse_zero_pp(config_.zero_pp, config_.zero);
+  precision_ = plan_precision(config_);  // --precision: the wire's codecs (--zero-pp is refused with it)
+  bool ddp_wire = config_.zero == 0;
+  compress::CodecId gradient_codec =
+      zero_pp.qgz ? compress::CodecId::kInt8 : ddp_wire ? compress::CodecId::kNone : precision_.wire;
   ddp_ = std::make_unique<torch::DistributedDataParallel>(
       comm_, model_,
-      torch::DdpOptions{.bucket_cap = config_.bucket_mb, .policy = make_policy(config_), .overlap = config_.overlap,
+      torch::DdpOptions{.bucket_cap = config_.bucket_mb,
+                        .policy = ddp_wire ? precision_.ddp_policy(config_) : make_policy(config_),
+                        .overlap = config_.overlap,
                         .trace = trace_.get(), .zero_stage = config_.zero,
-                        .zero_codec = {.id = zero_pp.qgz ? compress::CodecId::kInt8 : compress::CodecId::kNone},
+                        .zero_codec = {.id = gradient_codec},
                         .zero_error_feedback = zero_pp.qgz_error_feedback});
   // ZeRO: the optimizer steps this rank's flat shards (its state is 1/n of DDP's); the same
   // elementwise update as over the whole parameters.
   if (config_.zero > 0) {
     zero_ = std::make_unique<torch::ZeroOptimizer>(
         *ddp_, [this](std::vector<::torch::Tensor> shards) { return make_optimizer(config_, std::move(shards)); },
-        torch::ZeroOptions{.quantize_weights = zero_pp.qwz});
+        torch::ZeroOptions{.quantize_weights = zero_pp.qwz || precision_.wire != compress::CodecId::kNone,
+                           .weight_codec = zero_pp.qwz ? compress::CodecId::kInt8 : precision_.wire});
   } else {
     optimizer_ = make_optimizer(config_, model_->parameters());
   }
@@ -136,37 +147,35 @@ double Trainer::train_step(std::span<const std::int64_t> indices, EpochFigures& 
     ::torch::Tensor loss;
     {
       trace::ComputeScope forward(trace_.get(), "forward");
-      loss = loss_of(model_->forward(batch.input), batch.target) /
+      torch::AutocastScope autocast(precision_.precision);
+      loss = loss_of(model_->forward(batch.input), batch.target).to(::torch::kFloat32) /
              static_cast<double>(config_.accumulate);
     }
     {
       trace::ComputeScope backward(trace_.get(), "backward");
-      loss.backward();
+      // The last rank poisons one gradient element at --inject-overflow's step.
+      InjectedOverflow poison(model_->parameters(), config_.inject_overflow == step_ + 1 &&
+                                                        comm_.rank() == comm_.size() - 1 && k + 1 == config_.accumulate);
+      (precision_.scaler ? loss * precision_.scaler->scale() : loss).backward();
     }
     loss_sum += loss.item<double>();
   }
   GradSyncStats stats = ddp_->synchronize();
   step_losses_.push_back(check_loss_is_finite(comm_, config_, loss_sum, step_ + 1) / comm_.size());
+  bool stepped = false;
   {
-    trace::ComputeScope update(trace_.get(), "optimizer");
-    if (zero_) {
-      // Each rank holds its shard of the averaged gradient: the norm is summed over the shards.
-      if (config_.clip_grad > 0) zero_->clip_grad_norm(config_.clip_grad);
-      zero_->step();
-    } else {
-      // The gradients are whole and averaged on every rank: the local norm is the global one.
-      if (config_.clip_grad > 0) ::torch::nn::utils::clip_grad_norm_(model_->parameters(), config_.clip_grad);
-      optimizer_->step();
-    }
+    trace::ComputeScope optimizer(trace_.get(), "optimizer");
+    stepped = update();
   }
   if (trace_) trace_->step(static_cast<int>(step_ + 1));
   figures.step_seconds += seconds_since(start);
   figures.communication_seconds += stats.communication_seconds;
   figures.exposed_seconds += stats.exposed_seconds;
-  figures.wire_bytes += stats.wire.wire_bytes + (zero_ ? zero_->gather_wire_bytes() : 0);  // ZeRO: + the allgather
+  std::uint64_t gathered = zero_ && stepped ? zero_->gather_wire_bytes() : 0;  // a skipped step gathers nothing
+  figures.wire_bytes += stats.wire.wire_bytes + gathered;  // ZeRO: + the allgather
   if (zero_) {  // each part against its fp32 collective (qgZ's and qwZ's cuts)
     figures.zero_wire.gradients += stats.wire.wire_bytes;
-    figures.zero_wire.parameters += zero_->gather_wire_bytes();
+    figures.zero_wire.parameters += gathered;
     figures.zero_wire.fp32_each += zero_->fp32_gather_wire_bytes();
     figures.zero_wire.gradient_transport += stats.wire.transport_bytes;
   }
@@ -174,6 +183,33 @@ double Trainer::train_step(std::span<const std::int64_t> indices, EpochFigures& 
   figures.payload_bytes += stats.wire.payload_bytes;
   figures.fp32_bytes += stats.wire.elements * sizeof(float);
   return loss_sum;
+}
+
+// Steps the optimizer; under a loss scale first divides the averaged gradients by it and skips
+// the step, on every rank alike, when they overflowed anywhere. Returns whether it stepped.
+bool Trainer::update() {
+  if (precision_.scaler) {
+    double scale = precision_.scaler->scale();
+    bool overflow = zero_ ? zero_->unscale_gradients(scale) : torch::unscale_gradients(model_->parameters(), scale, comm_);
+    if (!precision_.scaler->update(overflow)) {
+      if (zero_) zero_->skip_step();
+      skipped_steps_.push_back(step_ + 1);
+      say(comm_, fmt::format("  step {}: the fp16 gradients overflowed at loss scale {}: step skipped on every rank, "
+                             "the scale is now {}",
+                             step_ + 1, scale, precision_.scaler->scale()));
+      return false;
+    }
+  }
+  if (zero_) {
+    // Each rank holds its shard of the averaged gradient: the norm is summed over the shards.
+    if (config_.clip_grad > 0) zero_->clip_grad_norm(config_.clip_grad);
+    zero_->step();
+  } else {
+    // The gradients are whole and averaged on every rank: the local norm is the global one.
+    if (config_.clip_grad > 0) ::torch::nn::utils::clip_grad_norm_(model_->parameters(), config_.clip_grad);
+    optimizer_->step();
+  }
+  return true;
 }
 
 void Trainer::progress(std::int64_t epoch, std::int64_t batch, double loss) {
@@ -228,7 +264,7 @@ RunSummary Trainer::run() {
   RunSummary summary{.model = config_.model, .world = comm_.size(), .threads = config_.threads,
                      .parameters = ddp_->parameter_count(), .compress = config_.compress, .overlap = config_.overlap,
                      .blas = blas_description(), .data = data_->describe(), .resumed = resumed_,
-                     .zero_stage = config_.zero, .zero_pp = config_.zero_pp};
+                     .zero_stage = config_.zero, .zero_pp = config_.zero_pp, .precision = config_.precision};
   for (std::int64_t epoch = start_.epoch; step_ < total_steps_; ++epoch) {
     EpochFigures figures{.epoch = epoch + 1};
     train_epoch(epoch, epoch == start_.epoch ? start_.batch_in_epoch : 0, figures);
@@ -237,6 +273,8 @@ RunSummary Trainer::run() {
   }
   summary.steps = step_;
   summary.step_losses = step_losses_;
+  summary.skipped_steps = skipped_steps_;
+  if (precision_.scaler) summary.loss_scale = precision_.scaler->scale();
   torch::ModelStateBytes state = zero_ ? zero_->model_state_bytes()
                                         : torch::model_state_bytes(ddp_->parameters(), optimizer_.get());
   summary.model_state = {.parameters = state.parameters, .gradients = state.gradients, .master = state.master,
