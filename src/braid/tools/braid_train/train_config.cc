@@ -120,7 +120,11 @@ void add_train_flags(CLI::App& app, TrainConfig& c) {
       ->capture_default_str();
   app.add_option("--zero", c.zero,
                  "ZeRO stage: 0 (DDP), 1 (optimizer state sharded, gradients reduce-scattered after backward), 2 (as 1, "
-                 "each bucket reduce-scattered during backward)")
+                 "each bucket reduce-scattered during backward), 3 (parameters sharded too, each layer gathered for its forward "
+                 "and backward)")
+      ->capture_default_str();
+  app.add_option("--max-gathered-units", c.max_gathered_units,
+                 "--zero 3: layers gathered at once, prefetches included (1: no prefetch)")
       ->capture_default_str();
 }
 
@@ -183,8 +187,8 @@ void validate_zero(const TrainConfig& c) {
     throw InvalidArgument({.op = "braid-train --zero"}, fmt::format("--zero {}: {}", c.zero, detail));
   };
   if (c.zero < 0 || c.zero > 3) bad("the stage must be 0, 1, 2 or 3");
+  if (c.max_gathered_units < 1) bad(fmt::format("--max-gathered-units {}: must be >= 1", c.max_gathered_units));
   if (c.zero == 0) return;
-  if (c.zero == 3) bad("stage 3 is not implemented yet (parameters sharded between steps); use --zero 1 or 2");
   if (c.uses_mesh()) {
     bad("with --tp, --pp or --dropout (the mesh trainer) is not implemented yet; ZeRO runs on the data-parallel "
         "trainer");

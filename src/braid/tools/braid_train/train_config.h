@@ -58,7 +58,8 @@ struct TrainConfig {
   int pp = 1;                        // pipeline stages (> 1: pipeline parallelism, DP over world/pp)
   int microbatches = 4;              // per optimizer step and pipeline (with --pp)
   std::string schedule = "1f1b";     // gpipe | 1f1b | interleaved:V | zb1 (with --pp)
-  int zero = 0;                      // ZeRO stage: 0 (DDP), 1 or 2 (torch/zero_optimizer.h); 3 is refused
+  int zero = 0;                      // ZeRO stage: 0 (DDP), 1 or 2 (torch/zero_optimizer.h), 3 (torch/fully_sharded.h)
+  int max_gathered_units = 2;        // --zero 3: units gathered at once, prefetches included (>= 1)
 
   bool is_gpt() const { return model == "gpt" || model == "gpt-small"; }
   GptSize gpt_size() const;
@@ -78,7 +79,7 @@ void add_train_flags(CLI::App& app, TrainConfig& config);
 // Throws InvalidArgument naming the flag and its valid range for a bad value (a learning rate
 // that is not a finite number > 0 included: it is refused, never replaced by the default), or a
 // global batch that the world size (times --accumulate) does not divide; --zero with what it
-// does not support yet (the mesh flags, --compress, checkpoints, stage 3).
+// does not support yet (the mesh flags, --compress, checkpoints).
 void validate(const TrainConfig& config, int world);
 
 }  // namespace braid::train

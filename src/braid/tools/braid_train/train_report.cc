@@ -86,7 +86,7 @@ nlohmann::json to_json(const RunSummary& s, const TrainConfig& c) {
                       {"tp_seconds", e.tp_seconds},
                       {"tp_share", e.tp_share()}});
   }
-  return {{"model", s.model},
+  nlohmann::json report = {{"model", s.model},
           {"world", s.world},
           {"threads", s.threads},
           {"parameters", s.parameters},
@@ -110,6 +110,14 @@ nlohmann::json to_json(const RunSummary& s, const TrainConfig& c) {
                            {"master", s.model_state.master},
                            {"optimizer_state", s.model_state.optimizer_state}}},
           {"epochs", epochs}};
+  if (s.gathers) {
+    const RunSummary::Gathers& g = *s.gathers;
+    report["gathers"] = {{"units", g.units}, {"max_gathered_units", g.cap}, {"max_gathered", g.max_gathered},
+                         {"peak_gathered_bytes", g.peak_gathered_bytes}, {"allgathers", g.allgathers},
+                         {"reduce_scatters", g.reduce_scatters},
+                         {"storage_bytes_after_step", g.storage_bytes_after_step}};
+  }
+  return report;
 }
 
 std::string comparison_table(const std::vector<nlohmann::json>& runs, const std::vector<std::string>& names) {

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -64,6 +65,14 @@ struct RunSummary {
     std::int64_t parameters = 0, gradients = 0, master = 0, optimizer_state = 0;
     std::int64_t total() const { return parameters + gradients + master + optimizer_state; }
   } model_state;
+  // --zero 3: the gather counters at the end of the run (torch/fully_sharded.h,
+  // parallel/unit_gather_tracker.h), and the bytes the units' full buffers held after the last step.
+  struct Gathers {
+    int units = 0, cap = 0, max_gathered = 0;
+    std::int64_t peak_gathered_bytes = 0, allgathers = 0, reduce_scatters = 0;
+    std::int64_t storage_bytes_after_step = 0;
+  };
+  std::optional<Gathers> gathers;
 };
 
 // "epoch 2: train loss 0.412  test accuracy 85.31%  1843 samples/s  communication 23% ..."

@@ -13,10 +13,12 @@
 #include "braid/torch/checkpoint.h"
 #include "braid/torch/distributed_data_parallel.h"
 #include "braid/torch/distributed_sampler.h"
+#include "braid/torch/fully_sharded.h"
 #include "braid/torch/model_state_bytes.h"
 #include "braid/torch/zero_optimizer.h"
 #include "braid/trace/trace_recorder.h"
 #include "braid/tools/braid_train/blas_runtime.h"
+#include "braid/tools/braid_train/fully_sharded_training.h"
 #include "braid/tools/braid_train/models.h"
 #include "braid/tools/braid_train/mesh_trainer.h"
 #include "braid/tools/braid_train/training_common.h"
@@ -36,12 +38,14 @@ class Trainer {
 
  private:
   void set_up();
+  void set_up_ddp();
   void resume();
   void train_epoch(std::int64_t epoch, std::int64_t first_batch, EpochFigures& figures);
   double train_step(std::span<const std::int64_t> indices, EpochFigures& figures);
   void save(const torch::TrainingPosition& position);
   void progress(std::int64_t epoch, std::int64_t batch, double loss);
   void finish_epoch(EpochFigures& figures, double loss_sum, double epoch_seconds);
+  std::int64_t parameter_count() const { return sharded_ ? sharded_->parameter_count() : ddp_->parameter_count(); }
 
   Communicator& comm_;
   const TrainConfig& config_;
@@ -51,6 +55,7 @@ class Trainer {
   std::unique_ptr<trace::TraceRecorder> trace_;
   std::unique_ptr<torch::DistributedDataParallel> ddp_;
   std::unique_ptr<torch::ZeroOptimizer> zero_;             // --zero 1 or 2, over ddp_
+  std::unique_ptr<torch::FullyShardedModule> sharded_;     // --zero 3, instead of ddp_
   std::unique_ptr<torch::DistributedSampler> sampler_;
   std::int64_t rank_batch_ = 0, steps_per_epoch_ = 0, total_steps_ = 0, step_ = 0;
   torch::TrainingPosition start_;
@@ -67,17 +72,10 @@ void Trainer::set_up() {
   if (!config_.trace_dir.empty()) {
     trace_ = std::make_unique<trace::TraceRecorder>(trace::TraceOptions{.rank = comm_.rank(), .output_dir = config_.trace_dir});
   }
-  ddp_ = std::make_unique<torch::DistributedDataParallel>(
-      comm_, model_,
-      torch::DdpOptions{.bucket_cap = config_.bucket_mb, .policy = make_policy(config_), .overlap = config_.overlap,
-                        .trace = trace_.get(), .zero_stage = config_.zero});
-  // ZeRO: the optimizer steps this rank's flat shards (its state is 1/n of DDP's); the same
-  // elementwise update as over the whole parameters.
-  if (config_.zero > 0) {
-    zero_ = std::make_unique<torch::ZeroOptimizer>(
-        *ddp_, [this](std::vector<::torch::Tensor> shards) { return make_optimizer(config_, std::move(shards)); });
+  if (config_.zero == 3) {
+    sharded_ = make_fully_sharded(comm_, config_, *model_);
   } else {
-    optimizer_ = make_optimizer(config_, model_->parameters());
+    set_up_ddp();
   }
   sampler_ = std::make_unique<torch::DistributedSampler>(data_->train_size(), comm_.size(), comm_.rank(),
                                                          torch::SamplerOptions{.seed = config_.seed});
@@ -91,6 +89,21 @@ void Trainer::set_up() {
   }
   total_steps_ = config_.steps > 0 ? config_.steps : config_.epochs * steps_per_epoch_;
   if (config_.resumes()) resume();
+}
+
+void Trainer::set_up_ddp() {
+  ddp_ = std::make_unique<torch::DistributedDataParallel>(
+      comm_, model_,
+      torch::DdpOptions{.bucket_cap = config_.bucket_mb, .policy = make_policy(config_), .overlap = config_.overlap,
+                        .trace = trace_.get(), .zero_stage = config_.zero});
+  // ZeRO: the optimizer steps this rank's flat shards (its state is 1/n of DDP's); the same
+  // elementwise update as over the whole parameters.
+  if (config_.zero > 0) {
+    zero_ = std::make_unique<torch::ZeroOptimizer>(
+        *ddp_, [this](std::vector<::torch::Tensor> shards) { return make_optimizer(config_, std::move(shards)); });
+  } else {
+    optimizer_ = make_optimizer(config_, model_->parameters());
+  }
 }
 
 // --resume promises the user a continued run: without a checkpoint it is refused on every rank
@@ -118,17 +131,25 @@ void Trainer::resume() {
 
 double Trainer::train_step(std::span<const std::int64_t> indices, EpochFigures& figures) {
   auto start = Clock::now();
-  ddp_->zero_grad();
+  if (sharded_) {
+    sharded_->zero_grad();
+  } else {
+    ddp_->zero_grad();
+  }
   std::int64_t micro = rank_batch_ / config_.accumulate;
   double loss_sum = 0;
   for (std::int64_t k = 0; k < config_.accumulate; ++k) {
     Batch batch = data_->train_batch(indices.subspan(static_cast<std::size_t>(k * micro), static_cast<std::size_t>(micro)));
     std::optional<NoSync> accumulate_only;
-    if (k + 1 < config_.accumulate) accumulate_only.emplace(ddp_->grad_sync());
+    if (sharded_) {
+      sharded_->set_sync(k + 1 == config_.accumulate);
+    } else if (k + 1 < config_.accumulate) {
+      accumulate_only.emplace(ddp_->grad_sync());
+    }
     ::torch::Tensor loss;
     {
       trace::ComputeScope forward(trace_.get(), "forward");
-      loss = loss_of(model_->forward(batch.input), batch.target) /
+      loss = loss_of(sharded_ ? sharded_->forward(batch.input) : model_->forward(batch.input), batch.target) /
              static_cast<double>(config_.accumulate);
     }
     {
@@ -136,12 +157,16 @@ double Trainer::train_step(std::span<const std::int64_t> indices, EpochFigures& 
       loss.backward();
     }
     loss_sum += loss.item<double>();
+    if (sharded_ && k + 1 < config_.accumulate) sharded_->synchronize();  // ends the accumulating backward
   }
-  GradSyncStats stats = ddp_->synchronize();
+  GradSyncStats stats = sharded_ ? stage3_stats(sharded_->synchronize()) : ddp_->synchronize();
   step_losses_.push_back(check_loss_is_finite(comm_, config_, loss_sum, step_ + 1) / comm_.size());
   {
     trace::ComputeScope update(trace_.get(), "optimizer");
-    if (zero_) {
+    if (sharded_) {
+      if (config_.clip_grad > 0) sharded_->clip_grad_norm(config_.clip_grad);
+      sharded_->step();
+    } else if (zero_) {
       // Each rank holds its shard of the averaged gradient: the norm is summed over the shards.
       if (config_.clip_grad > 0) zero_->clip_grad_norm(config_.clip_grad);
       zero_->step();
@@ -155,7 +180,7 @@ double Trainer::train_step(std::span<const std::int64_t> indices, EpochFigures& 
   figures.step_seconds += seconds_since(start);
   figures.communication_seconds += stats.communication_seconds;
   figures.exposed_seconds += stats.exposed_seconds;
-  figures.wire_bytes += stats.wire.wire_bytes + (zero_ ? zero_->gather_wire_bytes() : 0);  // ZeRO: + the allgather
+  figures.wire_bytes += stats.wire.wire_bytes + (zero_ ? zero_->gather_wire_bytes() : 0);  // ZeRO 1-2: + the allgather
   figures.dense_wire_bytes += stats.wire.dense_wire_bytes;
   figures.payload_bytes += stats.wire.payload_bytes;
   figures.fp32_bytes += stats.wire.elements * sizeof(float);
@@ -184,7 +209,11 @@ void Trainer::train_epoch(std::int64_t epoch, std::int64_t first_batch, EpochFig
     loss_sum += loss;
     ++step_;
     ++figures.steps;
-    if (config_.check_replicas) check_replicas(comm_, *model_, step_);
+    if (config_.check_replicas) {
+      std::optional<torch::FullyShardedModule::FullParameters> whole;
+      if (sharded_) whole.emplace(*sharded_);
+      check_replicas(comm_, *model_, step_);
+    }
     progress(epoch, batch + 1, loss);
     bool epoch_done = batch + 1 == steps_per_epoch_;
     if (!config_.checkpoint_dir.empty() &&
@@ -201,6 +230,8 @@ void Trainer::finish_epoch(EpochFigures& figures, double loss_sum, double epoch_
   figures.train_loss = mean_over_ranks(comm_, loss_sum, static_cast<double>(figures.steps));
   figures.seconds = epoch_seconds;
   figures.tokens_per_sample = data_->tokens_per_sample();
+  std::optional<torch::FullyShardedModule::FullParameters> whole;  // stage 3: evaluate the whole model
+  if (sharded_) whole.emplace(*sharded_);
   evaluate(comm_, *data_, *model_, figures);
 }
 
@@ -208,14 +239,14 @@ RunSummary Trainer::run() {
   set_up();
   say(comm_, fmt::format("braid-train: {} on {} ranks x {} thread(s); {}; {} parameters; global batch {} ({} per rank{}); "
                   "{} steps per epoch; BLAS: {}",
-                  config_.model, comm_.size(), config_.threads, data_->describe(), ddp_->parameter_count(),
+                  config_.model, comm_.size(), config_.threads, data_->describe(), parameter_count(),
                   config_.batch, rank_batch_,
                   config_.accumulate > 1 ? fmt::format(" in {} micro-batches", config_.accumulate) : "",
                   steps_per_epoch_, blas_description()));
   if (resumed_) say(comm_, fmt::format("resumed from {} at step {} (epoch {}, batch {})", torch::checkpoint_path(config_.checkpoint_dir),
                                 start_.step, start_.epoch + 1, start_.batch_in_epoch));
   RunSummary summary{.model = config_.model, .world = comm_.size(), .threads = config_.threads,
-                     .parameters = ddp_->parameter_count(), .compress = config_.compress, .overlap = config_.overlap,
+                     .parameters = parameter_count(), .compress = config_.compress, .overlap = config_.overlap,
                      .blas = blas_description(), .data = data_->describe(), .resumed = resumed_,
                      .zero_stage = config_.zero};
   for (std::int64_t epoch = start_.epoch; step_ < total_steps_; ++epoch) {
@@ -226,10 +257,14 @@ RunSummary Trainer::run() {
   }
   summary.steps = step_;
   summary.step_losses = step_losses_;
-  torch::ModelStateBytes state = zero_ ? zero_->model_state_bytes()
-                                        : torch::model_state_bytes(ddp_->parameters(), optimizer_.get());
+  torch::ModelStateBytes state = sharded_ ? sharded_->model_state_bytes()
+                                 : zero_  ? zero_->model_state_bytes()
+                                          : torch::model_state_bytes(ddp_->parameters(), optimizer_.get());
+  if (sharded_) summary.gathers = gather_report(*sharded_);
   summary.model_state = {.parameters = state.parameters, .gradients = state.gradients, .master = state.master,
                          .optimizer_state = state.optimizer_state};
+  std::optional<torch::FullyShardedModule::FullParameters> whole;  // stage 3: the digest and export see the whole model
+  if (sharded_) whole.emplace(*sharded_);
   finish_run(comm_, config_, summary, *model_, data_->classification());
   return summary;
 }
