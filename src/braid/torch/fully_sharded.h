@@ -40,8 +40,9 @@
 //
 // Freeing really frees: autograd's saved tensors share the parameters' StorageImpl, so a unit is
 // freed by releasing the storage's memory (set_data_ptr_noswap of an empty DataPtr, nbytes 0) and
-// gathered by giving the same StorageImpl a fresh allocation: FSDP's storage().resize_(0). Reading
-// a freed parameter is LibTorch's "data is not allocated" error, never stale memory.
+// gathered by giving the same StorageImpl a fresh allocation: FSDP's storage().resize_(0). A freed
+// parameter's data_ptr() is LibTorch's "data is not allocated" error; an op reading it reads
+// through a null pointer (a crash, never stale values): use FullParameters.
 //
 // Accumulation (set_sync(false)): backward frees the units but keeps the full gradients in .grad,
 // where autograd accumulates the micro-batches exactly as DDP's .grad does; the synchronising
