@@ -180,7 +180,7 @@ void validate_gpt_size(const TrainConfig& c) {
   if (!(std::isfinite(c.clip_grad) && c.clip_grad >= 0)) bad(fmt::format("--clip-grad {}: must be a finite number >= 0", c.clip_grad));
 }
 
-// --zero: stages 1 and 2 on the data-parallel trainer; what they do not support yet is refused
+// --zero: stages 1-3 on the data-parallel trainer; what they do not support yet is refused
 // rather than silently run as DDP.
 void validate_zero(const TrainConfig& c) {
   auto bad = [&c](const std::string& detail) {

@@ -38,7 +38,6 @@ class Trainer {
 
  private:
   void set_up();
-  void set_up_ddp();
   void resume();
   void train_epoch(std::int64_t epoch, std::int64_t first_batch, EpochFigures& figures);
   double train_step(std::span<const std::int64_t> indices, EpochFigures& figures);
@@ -72,10 +71,21 @@ void Trainer::set_up() {
   if (!config_.trace_dir.empty()) {
     trace_ = std::make_unique<trace::TraceRecorder>(trace::TraceOptions{.rank = comm_.rank(), .output_dir = config_.trace_dir});
   }
-  if (config_.zero == 3) {
-    sharded_ = make_fully_sharded(comm_, config_, *model_);
-  } else {
-    set_up_ddp();
+  // --zero 3: the FullyShardedModule replaces DDP and steps its own shards (fully_sharded_training.h).
+  if (config_.zero == 3) sharded_ = make_fully_sharded(comm_, config_, *model_);
+  if (!sharded_) {
+    ddp_ = std::make_unique<torch::DistributedDataParallel>(
+        comm_, model_,
+        torch::DdpOptions{.bucket_cap = config_.bucket_mb, .policy = make_policy(config_), .overlap = config_.overlap,
+                          .trace = trace_.get(), .zero_stage = config_.zero});
+  }
+  // ZeRO: the optimizer steps this rank's flat shards (its state is 1/n of DDP's); the same
+  // elementwise update as over the whole parameters.
+  if (config_.zero == 1 || config_.zero == 2) {
+    zero_ = std::make_unique<torch::ZeroOptimizer>(
+        *ddp_, [this](std::vector<::torch::Tensor> shards) { return make_optimizer(config_, std::move(shards)); });
+  } else if (!sharded_) {
+    optimizer_ = make_optimizer(config_, model_->parameters());
   }
   sampler_ = std::make_unique<torch::DistributedSampler>(data_->train_size(), comm_.size(), comm_.rank(),
                                                          torch::SamplerOptions{.seed = config_.seed});
@@ -89,21 +99,6 @@ void Trainer::set_up() {
   }
   total_steps_ = config_.steps > 0 ? config_.steps : config_.epochs * steps_per_epoch_;
   if (config_.resumes()) resume();
-}
-
-void Trainer::set_up_ddp() {
-  ddp_ = std::make_unique<torch::DistributedDataParallel>(
-      comm_, model_,
-      torch::DdpOptions{.bucket_cap = config_.bucket_mb, .policy = make_policy(config_), .overlap = config_.overlap,
-                        .trace = trace_.get(), .zero_stage = config_.zero});
-  // ZeRO: the optimizer steps this rank's flat shards (its state is 1/n of DDP's); the same
-  // elementwise update as over the whole parameters.
-  if (config_.zero > 0) {
-    zero_ = std::make_unique<torch::ZeroOptimizer>(
-        *ddp_, [this](std::vector<::torch::Tensor> shards) { return make_optimizer(config_, std::move(shards)); });
-  } else {
-    optimizer_ = make_optimizer(config_, model_->parameters());
-  }
 }
 
 // --resume promises the user a continued run: without a checkpoint it is refused on every rank
