@@ -16,11 +16,11 @@ run() {  # round tag ranks zero args...
 }
 mlp=(--model mlp --epochs 1 --batch 128 --train-samples 12288 --test-samples 256)
 gpt=(--model gpt-small --steps 8 --batch 8 --train-samples 256 --test-samples 8 --optimizer adam)
-for r in $(seq "$rounds"); do  # alternating: every configuration once per round
-  for zero in 0 3; do
-    run "$r" mlp2 2 "$zero" "${mlp[@]}"; run "$r" mlp4 4 "$zero" "${mlp[@]}"
-    run "$r" gpt2 2 "$zero" "${gpt[@]}"; run "$r" gpt4 4 "$zero" "${gpt[@]}"
-  done
+for r in $(seq "$rounds"); do  # alternating: DDP then stage 3 back to back, every configuration once per round
+  for zero in 0 3; do run "$r" mlp2 2 "$zero" "${mlp[@]}"; done
+  for zero in 0 3; do run "$r" mlp4 4 "$zero" "${mlp[@]}"; done
+  for zero in 0 3; do run "$r" gpt2 2 "$zero" "${gpt[@]}"; done
+  for zero in 0 3; do run "$r" gpt4 4 "$zero" "${gpt[@]}"; done
 done
 /usr/bin/python3 - "$out" "$rounds" <<'PY'
 import json, statistics, sys

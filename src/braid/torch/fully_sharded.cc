@@ -1,11 +1,11 @@
 #include "braid/torch/fully_sharded.h"
 
-#include <c10/core/CPUAllocator.h>
 #include <torch/csrc/autograd/utils/lambda_post_hook.h>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <exception>
@@ -22,20 +22,11 @@
 namespace braid::torch {
 namespace {
 
-// Freeing and refilling the full buffer's StorageImpl in place: every view of it (the
-// parameters, autograd's saved tensors) shares the StorageImpl, so they all lose and regain the
-// memory together, and nothing keeps a freed unit's bytes alive.
-void release_storage(const ::torch::Tensor& t) {
+// Frees the construction's own allocation (not the pool's: a pool buffer has the pool's size).
+void empty_storage(const ::torch::Tensor& t) {
   c10::StorageImpl* storage = t.storage().unsafeGetStorageImpl();
   storage->set_data_ptr_noswap(at::DataPtr(nullptr, t.device()));
   storage->set_nbytes(0);
-}
-
-void allocate_storage(const ::torch::Tensor& t) {
-  c10::StorageImpl* storage = t.storage().unsafeGetStorageImpl();
-  auto bytes = static_cast<std::size_t>(t.numel()) * sizeof(float);
-  storage->set_data_ptr_noswap(c10::GetCPUAllocator()->allocate(bytes));
-  storage->set_nbytes(bytes);
 }
 
 bool holds_parameters(::torch::nn::Module& layer) { return !layer.parameters(/*recurse=*/true).empty(); }
@@ -147,6 +138,11 @@ void FullyShardedModule::build_buffers() {
   std::vector<engine::ShardParamInfo> infos;
   for (const Param& p : params_) infos.push_back({.name = p.name, .count = p.tensor.numel(), .group = p.unit});
   layout_ = engine::plan_shard_layout(infos, {.world_size = comm_.size(), .alignment_bytes = options_.alignment_bytes});
+  std::int64_t largest = 0;
+  for (const engine::FlatBuffer& buffer : layout_.buffers) largest = std::max(largest, buffer.elements);
+  auto buffer_bytes = static_cast<std::size_t>(largest) * sizeof(float);
+  parameter_pool_ = StoragePool(buffer_bytes, options_.max_gathered_units);
+  gradient_pool_ = StoragePool(buffer_bytes, kIdleGradientBuffers);
   ::torch::NoGradGuard no_grad;
   std::vector<std::int64_t> unit_bytes, shard_bytes;
   for (std::size_t u = 0; u < units_.size(); ++u) {
@@ -166,7 +162,9 @@ void FullyShardedModule::build_buffers() {
     unit.shard = unit.full.narrow(0, comm_.rank() * unit.shard_elements, unit.shard_elements).clone();
     unit.shard.set_requires_grad(true);
     unit.shard.mutable_grad() = ::torch::zeros({unit.shard_elements}, ::torch::kFloat32);
-    release_storage(unit.full);
+    empty_storage(unit.full);
+    unit.flat_grad = ::torch::empty({unit.elements}, ::torch::kFloat32);
+    empty_storage(unit.flat_grad);  // filled from the pool for each reduce-scatter
     unit_bytes.push_back(unit.elements * static_cast<std::int64_t>(sizeof(float)));
     shard_bytes.push_back(unit.shard_elements * static_cast<std::int64_t>(sizeof(float)));
     for (int id : unit.params) {
@@ -223,17 +221,15 @@ void FullyShardedModule::ensure_gathered(int u, int direction) {
 
 void FullyShardedModule::issue_gather(int u) {
   Unit& unit = units_[static_cast<std::size_t>(u)];
-  allocate_storage(unit.full);
+  parameter_pool_.fill(unit.full);
   unit.gather = iallgather(comm_, unit.shard.data_ptr<float>(), unit.full.data_ptr<float>(), unit.shard_elements,
                            DType::kF32);
 }
 
-double FullyShardedModule::timed_wait(Work& work) {
+void FullyShardedModule::timed_wait(Work& work) {
   auto start = std::chrono::steady_clock::now();
   work.wait();
-  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  seconds_waiting_ += seconds;
-  return seconds;
+  seconds_waiting_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
 void FullyShardedModule::wait_gather(int u) {
@@ -249,7 +245,7 @@ void FullyShardedModule::release(int u) {
   Unit& unit = units_[static_cast<std::size_t>(u)];
   if (tracker_.state(u) == parallel::UnitState::kFree) return;
   wait_gather(u);  // never free memory a running allgather writes
-  release_storage(unit.full);
+  parameter_pool_.drain(unit.full);
   tracker_.freed(u);
 }
 
@@ -288,7 +284,8 @@ void FullyShardedModule::reduce(int u) {
   reap_reduces(/*wait_all=*/false);
   Unit& unit = units_[static_cast<std::size_t>(u)];
   ::torch::NoGradGuard no_grad;
-  unit.flat_grad = ::torch::zeros({unit.elements}, ::torch::kFloat32);
+  gradient_pool_.fill(unit.flat_grad);
+  unit.flat_grad.zero_();
   for (int id : unit.params) {
     Param& p = params_[static_cast<std::size_t>(id)];
     if (!p.tensor.grad().defined()) continue;  // unused (allow_unused): zero
@@ -314,7 +311,7 @@ void FullyShardedModule::reap_reduces(bool wait_all_reduces) {
   for (Unit& unit : units_) {
     if (unit.reduce && (wait_all_reduces || unit.reduce->test())) {
       unit.reduce.reset();
-      unit.flat_grad = ::torch::Tensor();
+      gradient_pool_.drain(unit.flat_grad);
     }
   }
 }
@@ -415,9 +412,10 @@ void FullyShardedModule::step() { inner_->step(); }
 FullyShardedModule::FullParameters::FullParameters(FullyShardedModule& module) : module_(module) {
   module_.check_not_summoned("FullyShardedModule::FullParameters");
   std::vector<Work> works;
-  for (Unit& unit : module_.units_) {
-    module_.release(static_cast<int>(&unit - module_.units_.data()));
-    allocate_storage(unit.full);
+  for (int u = 0; u < module_.unit_count(); ++u) {
+    module_.release(u);  // a unit left gathered by an interrupted step: gathered again below, outside the tracker
+    Unit& unit = module_.units_[static_cast<std::size_t>(u)];
+    module_.parameter_pool_.fill(unit.full);
     works.push_back(iallgather(module_.comm_, unit.shard.data_ptr<float>(), unit.full.data_ptr<float>(),
                                unit.shard_elements, DType::kF32));
   }
@@ -428,7 +426,7 @@ FullyShardedModule::FullParameters::FullParameters(FullyShardedModule& module) :
 }
 
 FullyShardedModule::FullParameters::~FullParameters() {
-  for (Unit& unit : module_.units_) release_storage(unit.full);
+  for (Unit& unit : module_.units_) module_.parameter_pool_.drain(unit.full);
   module_.summoned_ = false;
 }
 

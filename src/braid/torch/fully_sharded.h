@@ -39,8 +39,10 @@
 // at once, prefetches included (parallel/unit_gather_tracker.h holds the rules and the counters).
 //
 // Freeing really frees: autograd's saved tensors share the parameters' StorageImpl, so a unit is
-// freed by releasing the storage's memory (set_data_ptr_noswap of an empty DataPtr, nbytes 0) and
-// gathered by giving the same StorageImpl a fresh allocation: FSDP's storage().resize_(0). A freed
+// freed by taking the memory out of the storage (an empty DataPtr, nbytes 0) and gathered by giving
+// the same StorageImpl a buffer again: FSDP's storage().resize_(0). The buffers come from a pool
+// (storage_pool.h) that keeps at most max_gathered_units idle ones, so a gather does not fault
+// fresh pages in, and the memory the cap bounds is all the pool holds for parameters. A freed
 // parameter's data_ptr() is LibTorch's "data is not allocated" error; an op reading it reads
 // through a null pointer (a crash, never stale values): use FullParameters.
 //
@@ -51,7 +53,10 @@
 // Unused parameters: as DDP's. With allow_unused a parameter without a gradient counts as zero;
 // otherwise synchronize() raises InvalidArgument on every rank (naming the parameters on the ranks
 // that missed them; the ranks agree through one 8-byte-per-rank allgather per step), frees
-// everything, and the next step works.
+// everything, and the next step works. Ranks that differ in which parameters got gradients are
+// not handled as DDP's GradSync handles them (it agrees before launching): here the units' reduce-
+// scatters, issued during backward, no longer line up, so the parameters a step leaves without
+// gradients must be the same on every rank (a model's structure, not its data).
 //
 // Outside forward and backward nothing is gathered. What needs the whole model (evaluation, a
 // digest, export) runs inside a FullParameters scope (FSDP's summon_full_params), which gathers
@@ -78,6 +83,7 @@
 #include "braid/engine/shard_layout.h"
 #include "braid/parallel/unit_gather_tracker.h"
 #include "braid/torch/model_state_bytes.h"
+#include "braid/torch/storage_pool.h"
 #include "braid/torch/zero_optimizer.h"  // OptimizerFactory
 
 namespace braid::torch {
@@ -161,6 +167,9 @@ class FullyShardedModule {
   const ShardedUnit& unit(int u) const { return units_.at(static_cast<std::size_t>(u)).range; }
   // Bytes unit u's full buffer holds now (its StorageImpl's nbytes: 0 when freed).
   std::int64_t unit_storage_bytes(int u) const;
+  // What the storage pools hold (idle and lent buffers): communication buffers, bounded by
+  // (max_gathered_units + 2 + reduce-scatters in flight) x the largest unit.
+  std::int64_t pool_bytes() const { return parameter_pool_.held_bytes() + gradient_pool_.held_bytes(); }
   const ::torch::Tensor& shard(int u) const { return units_.at(static_cast<std::size_t>(u)).shard; }
   std::int64_t parameter_count() const;
   const engine::ShardLayout& layout() const { return layout_; }
@@ -205,7 +214,7 @@ class FullyShardedModule {
   void settle_unused();
   void end_backward();
   void broadcast_buffers();
-  double timed_wait(Work& work);
+  void timed_wait(Work& work);
 
   Communicator& comm_;
   ::torch::nn::Sequential layers_;
@@ -214,6 +223,10 @@ class FullyShardedModule {
   std::vector<Unit> units_;
   engine::ShardLayout layout_;
   parallel::UnitGatherTracker tracker_;
+  // Full buffers of gathered units, and the reduce-scatters' padded send buffers (two idle kept:
+  // a backward has about one in flight while the next unit computes), both sized to the largest unit.
+  static constexpr int kIdleGradientBuffers = 2;
+  StoragePool parameter_pool_{0, 0}, gradient_pool_{0, 0};
   std::unique_ptr<::torch::optim::Optimizer> inner_;
   std::vector<std::pair<std::shared_ptr<::torch::autograd::Node>, std::uintptr_t>> hooks_;
   bool sync_ = true;
