@@ -25,7 +25,7 @@ RunSummary::Gathers gather_report(torch::FullyShardedModule& module) {
   const parallel::GatherCounters& c = module.counters();
   RunSummary::Gathers g{.units = module.unit_count(), .cap = module.max_gathered_units(), .max_gathered = c.max_gathered,
                         .peak_gathered_bytes = c.peak_gathered_bytes, .allgathers = c.allgathers,
-                        .reduce_scatters = c.reduce_scatters};
+                        .reduce_scatters = c.reduce_scatters, .pool_bytes = module.pool_bytes()};
   for (int u = 0; u < module.unit_count(); ++u) g.storage_bytes_after_step += module.unit_storage_bytes(u);
   return g;
 }

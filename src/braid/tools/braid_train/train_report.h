@@ -71,6 +71,7 @@ struct RunSummary {
     int units = 0, cap = 0, max_gathered = 0;
     std::int64_t peak_gathered_bytes = 0, allgathers = 0, reduce_scatters = 0;
     std::int64_t storage_bytes_after_step = 0;
+    std::int64_t pool_bytes = 0;  // the storage pools' buffers (communication memory, not model states)
   };
   std::optional<Gathers> gathers;
 };
