@@ -99,30 +99,37 @@ void FullyShardedModule::build_units(std::vector<ShardedUnit> ranges) {
     }
     expected = range.end;
     Unit unit{.range = range};
-    for (int layer = range.begin; layer < range.end; ++layer) {
-      auto named = layers_->ptr(static_cast<std::size_t>(layer))->named_parameters(/*recurse=*/true);
-      for (const auto& item : named) {
-        const ::torch::Tensor& p = item.value();
-        std::string name = fmt::format("{}.{}", layers_->named_children()[static_cast<std::size_t>(layer)].key(), item.key());
-        if (!seen.insert(p.unsafeGetTensorImpl()).second) {
-          throw InvalidArgument(context, fmt::format("parameter '{}' is shared by two units: stage 3 shards each "
-                                                     "parameter in one unit", name));
-        }
-        if (!p.requires_grad()) continue;
-        if (p.scalar_type() != ::torch::kFloat32 || !p.device().is_cpu() || p.is_sparse() || !p.is_contiguous()) {
-          throw InvalidArgument(context, fmt::format("parameter '{}': stage 3 shards dense, contiguous float32 CPU "
-                                                     "tensors", name));
-        }
-        unit.params.push_back(static_cast<int>(params_.size()));
-        params_.push_back({.name = name, .tensor = p, .unit = static_cast<int>(units_.size())});
-      }
-    }
+    for (int layer = range.begin; layer < range.end; ++layer) add_parameters_of(layer, unit, seen);
     if (unit.params.empty()) throw InvalidArgument(context, fmt::format("unit '{}' holds no parameter", range.name));
     units_.push_back(std::move(unit));
   }
   if (expected != static_cast<int>(layers_->size())) {
     throw InvalidArgument(context, fmt::format("the units cover layers [0, {}) of {}", expected, layers_->size()));
   }
+  check_same_model_everywhere();
+}
+
+// Parameters that need no gradient (frozen) are not sharded: every rank keeps them whole.
+void FullyShardedModule::add_parameters_of(int layer, Unit& unit, std::set<const void*>& seen) {
+  ErrorContext context{.rank = comm_.rank(), .op = "FullyShardedModule"};
+  for (const auto& item : layers_->ptr(static_cast<std::size_t>(layer))->named_parameters(/*recurse=*/true)) {
+    const ::torch::Tensor& p = item.value();
+    std::string name = fmt::format("{}.{}", layers_->named_children()[static_cast<std::size_t>(layer)].key(), item.key());
+    if (!seen.insert(p.unsafeGetTensorImpl()).second) {
+      throw InvalidArgument(context, fmt::format("parameter '{}' is shared by two units: stage 3 shards each "
+                                                 "parameter in one unit", name));
+    }
+    if (!p.requires_grad()) continue;
+    if (p.scalar_type() != ::torch::kFloat32 || !p.device().is_cpu() || p.is_sparse() || !p.is_contiguous()) {
+      throw InvalidArgument(context, fmt::format("parameter '{}': stage 3 shards dense, contiguous float32 CPU tensors",
+                                                 name));
+    }
+    unit.params.push_back(static_cast<int>(params_.size()));
+    params_.push_back({.name = name, .tensor = p, .unit = static_cast<int>(units_.size())});
+  }
+}
+
+void FullyShardedModule::check_same_model_everywhere() {
   std::vector<ParamSignature> signatures;
   for (const Param& p : params_) signatures.push_back({.name = p.name, .dtype = "float", .shape = p.tensor.sizes().vec()});
   for (const auto& item : layers_->named_buffers(/*recurse=*/true)) {
@@ -132,8 +139,32 @@ void FullyShardedModule::build_units(std::vector<ShardedUnit> ranges) {
   check_same_model(comm_, signatures, "parameter or buffer");
 }
 
-// Per unit: the full buffer gets rank 0's values (DDP's broadcast), the parameters become views
-// of it, this rank's shard is copied out, and the buffer's memory is released.
+// The full buffer gets rank 0's values (DDP's broadcast), the parameters become views of it,
+// this rank's shard is copied out, and the buffer's memory is released.
+void FullyShardedModule::build_buffer(Unit& unit) {
+  const engine::FlatBuffer& buffer = layout_.buffers[static_cast<std::size_t>(layout_.buffer_of[unit.params.front()])];
+  unit.shard_elements = buffer.shard_elements;
+  unit.elements = buffer.elements;
+  unit.full = ::torch::zeros({unit.elements}, ::torch::kFloat32);
+  for (int id : unit.params) {
+    Param& p = params_[static_cast<std::size_t>(id)];
+    p.offset = layout_.offset_of[static_cast<std::size_t>(id)];
+    ::torch::Tensor view = unit.full.narrow(0, p.offset, p.tensor.numel());
+    view.copy_(p.tensor.detach().reshape({-1}));
+    p.tensor.set_data(view.view(p.tensor.sizes()));
+    dense_per_step_ += compress::ring_allreduce_wire_bytes(static_cast<std::size_t>(p.tensor.numel()), comm_.size(),
+                                                           comm_.rank());
+  }
+  broadcast(comm_, unit.full.data_ptr<float>(), unit.elements, DType::kF32, 0);
+  unit.shard = unit.full.narrow(0, comm_.rank() * unit.shard_elements, unit.shard_elements).clone();
+  unit.shard.set_requires_grad(true);
+  unit.shard.mutable_grad() = ::torch::zeros({unit.shard_elements}, ::torch::kFloat32);
+  empty_storage(unit.full);
+  unit.flat_grad = ::torch::empty({unit.elements}, ::torch::kFloat32);
+  empty_storage(unit.flat_grad);  // filled from the pool for each reduce-scatter
+}
+
+// One flat buffer per unit (a layout group each), and pools sized to the largest.
 void FullyShardedModule::build_buffers() {
   std::vector<engine::ShardParamInfo> infos;
   for (const Param& p : params_) infos.push_back({.name = p.name, .count = p.tensor.numel(), .group = p.unit});
@@ -145,32 +176,10 @@ void FullyShardedModule::build_buffers() {
   gradient_pool_ = StoragePool(buffer_bytes, kIdleGradientBuffers);
   ::torch::NoGradGuard no_grad;
   std::vector<std::int64_t> unit_bytes, shard_bytes;
-  for (std::size_t u = 0; u < units_.size(); ++u) {
-    Unit& unit = units_[u];
-    const engine::FlatBuffer& buffer = layout_.buffers[static_cast<std::size_t>(layout_.buffer_of[unit.params.front()])];
-    unit.shard_elements = buffer.shard_elements;
-    unit.elements = buffer.elements;
-    unit.full = ::torch::zeros({unit.elements}, ::torch::kFloat32);
-    for (int id : unit.params) {
-      Param& p = params_[static_cast<std::size_t>(id)];
-      p.offset = layout_.offset_of[static_cast<std::size_t>(id)];
-      ::torch::Tensor view = unit.full.narrow(0, p.offset, p.tensor.numel());
-      view.copy_(p.tensor.detach().reshape({-1}));
-      p.tensor.set_data(view.view(p.tensor.sizes()));
-    }
-    broadcast(comm_, unit.full.data_ptr<float>(), unit.elements, DType::kF32, 0);
-    unit.shard = unit.full.narrow(0, comm_.rank() * unit.shard_elements, unit.shard_elements).clone();
-    unit.shard.set_requires_grad(true);
-    unit.shard.mutable_grad() = ::torch::zeros({unit.shard_elements}, ::torch::kFloat32);
-    empty_storage(unit.full);
-    unit.flat_grad = ::torch::empty({unit.elements}, ::torch::kFloat32);
-    empty_storage(unit.flat_grad);  // filled from the pool for each reduce-scatter
+  for (Unit& unit : units_) {
+    build_buffer(unit);
     unit_bytes.push_back(unit.elements * static_cast<std::int64_t>(sizeof(float)));
     shard_bytes.push_back(unit.shard_elements * static_cast<std::int64_t>(sizeof(float)));
-    for (int id : unit.params) {
-      dense_per_step_ += compress::ring_allreduce_wire_bytes(
-          static_cast<std::size_t>(params_[static_cast<std::size_t>(id)].tensor.numel()), comm_.size(), comm_.rank());
-    }
   }
   tracker_ = parallel::UnitGatherTracker(unit_bytes, shard_bytes, comm_.size(), options_.max_gathered_units);
   broadcast_buffers();

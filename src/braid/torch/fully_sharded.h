@@ -2,9 +2,8 @@
 // does it (Zhao et al., "PyTorch FSDP: Experiences on Scaling Fully Sharded Data Parallel",
 // 2023; Rajbhandari et al., ZeRO, 2020). docs/zero.md "Stage 3: FullyShardedModule".
 //
-//   auto model = std::make_shared<Net>();   // a torch::nn::Sequential inside (net->layers())
-//   braid::torch::FullyShardedModule fsdp(comm, net->layers(),
-//       braid::torch::units_of_layers_with_parameters(*net->layers()),
+//   torch::nn::Sequential layers = net->layers();   // the model, as a Sequential
+//   braid::torch::FullyShardedModule fsdp(comm, layers, braid::torch::units_of_layers_with_parameters(layers),
 //       [](std::vector<torch::Tensor> shards) {
 //         return std::make_unique<torch::optim::Adam>(std::move(shards), torch::optim::AdamOptions(1e-3));
 //       });
@@ -54,9 +53,9 @@
 // otherwise synchronize() raises InvalidArgument on every rank (naming the parameters on the ranks
 // that missed them; the ranks agree through one 8-byte-per-rank allgather per step), frees
 // everything, and the next step works. Ranks that differ in which parameters got gradients are
-// not handled as DDP's GradSync handles them (it agrees before launching): here the units' reduce-
-// scatters, issued during backward, no longer line up, so the parameters a step leaves without
-// gradients must be the same on every rank (a model's structure, not its data).
+// not supported: their per-unit reduce-scatters, issued during backward, no longer line up, so
+// the parameters a step leaves without gradients must be the same on every rank (a model's
+// structure, not its data).
 //
 // Outside forward and backward nothing is gathered. What needs the whole model (evaluation, a
 // digest, export) runs inside a FullParameters scope (FSDP's summon_full_params), which gathers
@@ -75,6 +74,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -198,7 +198,10 @@ class FullyShardedModule {
   };
 
   void build_units(std::vector<ShardedUnit> ranges);
+  void add_parameters_of(int layer, Unit& unit, std::set<const void*>& seen);
+  void check_same_model_everywhere();
   void build_buffers();
+  void build_buffer(Unit& unit);
   void hook_accumulators();
   void check_not_summoned(const char* op) const;
   void ensure_gathered(int u, int direction);
