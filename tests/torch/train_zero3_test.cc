@@ -136,8 +136,10 @@ TEST_F(Zero3TrainTest, ClippingUsesTheNormOverEveryShard) {
 // zero gradient), against DDP + the same torch optimizer, 1-4 ranks, caps 1-3, accumulation 1
 // and 2, SGD/Adam/AdamW: bit for bit (same reasoning); with clipping within 1e-6. After every
 // step no unit's storage holds a byte and no parameter has a data pointer; the cap is reached
-// and never passed; the shards' padding is exactly 0.0. Without allow_unused the first step is
-// refused on every rank naming the parameters, and the next (which uses them) trains.
+// and never passed; the shards' padding is exactly 0.0. Without allow_unused (3 ranks) a step
+// leaving the parameter unused everywhere, then one leaving it unused on ranks 1 and 2 only, are
+// refused on every rank (naming the parameters where they were missed, the ranks elsewhere), and
+// the next step, which uses it everywhere, trains.
 TEST(FullyShardedModuleTest, MatchesDdpWithAnUnusedParameterUnderEveryCapAndOptimizer) {
   for (int ranks : {1, 2, 3, 4}) {
     LaunchResult r = ddp_scenario(ranks, "fully-sharded-vs-ddp");
@@ -159,11 +161,13 @@ TEST(FullyShardedModuleTest, MatchesDdpWithAnUnusedParameterUnderEveryCapAndOpti
       }
     }
   }
-  LaunchResult unused = ddp_scenario(2, "fully-sharded-unused");
-  EXPECT_EQ(unused.count("PASS fully-sharded-unused"), 2) << unused.output;
-  EXPECT_EQ(unused.count("STEP 0 refused"), 2) << unused.output;
-  EXPECT_EQ(unused.count("2.spare.weight, 2.spare.bias got no gradient"), 2) << unused.output;
-  EXPECT_EQ(unused.count("STEP 1 trained"), 2) << unused.output;
+  LaunchResult unused = ddp_scenario(3, "fully-sharded-unused");
+  EXPECT_EQ(unused.count("PASS fully-sharded-unused"), 3) << unused.output;
+  EXPECT_EQ(unused.count("STEP 0 refused"), 3) << unused.output;
+  EXPECT_EQ(unused.count("STEP 1 refused"), 3) << unused.output;
+  EXPECT_EQ(unused.count("2.spare.weight, 2.spare.bias got no gradient"), 3 + 2) << unused.output;
+  EXPECT_EQ(unused.count("rank(s) 1, 2 had parameters without a gradient"), 1) << unused.output;
+  EXPECT_EQ(unused.count("STEP 2 trained"), 3) << unused.output;
 }
 
 }  // namespace

@@ -326,30 +326,14 @@ void FullyShardedModule::reap_reduces(bool wait_all_reduces) {
 }
 
 // Units whose backward never finished hold a parameter without a gradient in this backward.
-// Without allow_unused the ranks agree (one allgather of each rank's count) and all raise.
+// Their reduce-scatters are issued now, in order, with zeros for the missing gradients: so
+// every rank has issued the same collectives, in the same order, even when the ranks differ in
+// which parameters got gradients. Without allow_unused the ranks then agree (one allgather of
+// each rank's count) and all raise.
 void FullyShardedModule::settle_unused() {
   std::vector<std::string> missing;
   for (const Param& p : params_) {
     if (!p.final) missing.push_back(p.name);
-  }
-  if (!options_.allow_unused) {
-    auto mine = static_cast<std::int64_t>(missing.size());
-    std::vector<std::int64_t> all(static_cast<std::size_t>(comm_.size()));
-    allgather(comm_, &mine, all.data(), 1, DType::kI64);
-    std::vector<int> ranks;
-    for (int r = 0; r < comm_.size(); ++r) {
-      if (all[static_cast<std::size_t>(r)] > 0) ranks.push_back(r);
-    }
-    if (!ranks.empty()) {
-      end_backward();
-      zero_grad();
-      throw InvalidArgument({.rank = comm_.rank(), .op = "FullyShardedModule::synchronize"},
-                            missing.empty()
-                                ? fmt::format("rank(s) {} had parameters without a gradient in this backward (pass "
-                                              "allow_unused to count them as zero)", fmt::join(ranks, ", "))
-                                : fmt::format("parameter(s) {} got no gradient in this backward (pass allow_unused to "
-                                              "count them as zero)", fmt::join(missing, ", ")));
-    }
   }
   for (int u = 0; u < unit_count(); ++u) {
     Unit& unit = units_[static_cast<std::size_t>(u)];
@@ -358,6 +342,23 @@ void FullyShardedModule::settle_unused() {
     unit.backward_done = true;
   }
   issue_ready_reduces();
+  if (options_.allow_unused) return;
+  auto mine = static_cast<std::int64_t>(missing.size());
+  std::vector<std::int64_t> all(static_cast<std::size_t>(comm_.size()));
+  allgather(comm_, &mine, all.data(), 1, DType::kI64);
+  std::vector<int> ranks;
+  for (int r = 0; r < comm_.size(); ++r) {
+    if (all[static_cast<std::size_t>(r)] > 0) ranks.push_back(r);
+  }
+  if (ranks.empty()) return;
+  end_backward();
+  zero_grad();
+  throw InvalidArgument({.rank = comm_.rank(), .op = "FullyShardedModule::synchronize"},
+                        missing.empty()
+                            ? fmt::format("rank(s) {} had parameters without a gradient in this backward (pass "
+                                          "allow_unused to count them as zero)", fmt::join(ranks, ", "))
+                            : fmt::format("parameter(s) {} got no gradient in this backward (pass allow_unused to "
+                                          "count them as zero)", fmt::join(missing, ", ")));
 }
 
 // Ready for the next forward: nothing gathered, every per-backward mark cleared.

@@ -52,10 +52,9 @@
 // Unused parameters: as DDP's. With allow_unused a parameter without a gradient counts as zero;
 // otherwise synchronize() raises InvalidArgument on every rank (naming the parameters on the ranks
 // that missed them; the ranks agree through one 8-byte-per-rank allgather per step), frees
-// everything, and the next step works. Ranks that differ in which parameters got gradients are
-// not supported: their per-unit reduce-scatters, issued during backward, no longer line up, so
-// the parameters a step leaves without gradients must be the same on every rank (a model's
-// structure, not its data).
+// everything, and the next step works. Ranks may differ in which parameters got gradients:
+// reduce-scatters are issued in unit order only, a unit with a missing gradient holding back the
+// ones below it until synchronize(), which issues them all, so every rank issues the same ones.
 //
 // Outside forward and backward nothing is gathered. What needs the whole model (evaluation, a
 // digest, export) runs inside a FullParameters scope (FSDP's summon_full_params), which gathers

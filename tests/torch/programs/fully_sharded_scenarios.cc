@@ -156,14 +156,15 @@ void compare_with_ddp(braid::Communicator& comm) {
   }
 }
 
-// Step 0 leaves the spare unused without allow_unused: the agreed error; step 1 uses it and trains.
+// Without allow_unused: step 0 leaves the spare unused on every rank, step 1 on every rank but 0
+// (the ranks differ: the error all the same, on every rank), step 2 uses it everywhere and trains.
 void unused_is_an_error(braid::Communicator& comm) {
   auto net = std::make_shared<Net>();
   braid::torch::FullyShardedModule fsdp(
       comm, net->layers, braid::torch::units_of_layers_with_parameters(net->layers),
       [](std::vector<torch::Tensor> shards) { return make_optimizer("sgd", std::move(shards)); });
-  for (int step = 0; step < 2; ++step) {
-    net->spare->use_spare = step == 1;
+  for (int step = 0; step < 3; ++step) {
+    net->spare->use_spare = step == 2 || (step == 1 && comm.rank() == 0);
     fsdp.forward(micro_batch(comm.rank(), step, 0)).pow(2).mean().backward();
     try {
       fsdp.synchronize();

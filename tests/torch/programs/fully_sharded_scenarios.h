@@ -3,8 +3,9 @@
 //   fully-sharded-vs-ddp     FullyShardedModule against DDP + the same torch optimizer, with an
 //                            unused parameter (allow_unused), caps 1-3, accumulation 1 and 2,
 //                            SGD/Adam/AdamW, with and without clipping: "FSDP ..." lines
-//   fully-sharded-unused     the same parameter unused without allow_unused: the error on every
-//                            rank at the first step, then a step that uses it trains
+//   fully-sharded-unused     the same parameter unused without allow_unused, on every rank and
+//                            then on all but rank 0: the error on every rank both times, then
+//                            a step that uses it trains
 #pragma once
 
 #include <string>
