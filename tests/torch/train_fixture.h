@@ -4,11 +4,13 @@
 // DDP and ZeroOptimizer scenarios (tests/torch/programs/ddp_scenarios.cc).
 #pragma once
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -56,6 +58,28 @@ class TrainTest : public ::testing::Test {
     for (std::size_t i = 0; i < got.size(); ++i) worst = std::max(worst, std::abs(got[i] - want[i]) / want[i]);
     EXPECT_LT(worst, rtol) << what;
     std::printf("%s: worst relative difference of the loss curve %.3g\n", what.c_str(), worst);
+  }
+
+  std::string digest(const std::string& name) const { return json(name)["parameter_digest"].get<std::string>(); }
+  std::int64_t state(const std::string& name, const std::string& part) const {
+    return json(name)["model_state"][part].get<std::int64_t>();
+  }
+  // braid-plan memory's model states per rank (plan/memory.h) for the model of the DDP run `ddp`
+  // (its parameter count), fp32 weights and gradients and `optimizer_bytes` of state per
+  // parameter (no master copy: fp32 training steps the parameters themselves).
+  double planned_model_state(const std::string& ddp, int ranks, int zero, int optimizer_bytes) const {
+    ToolResult plan = run_tool("braid-plan", fmt::format("memory --params {} --dtype fp32 --optimizer-bytes {} --dp {} "
+                                                         "--zero {} --json",
+                                                         state(ddp, "parameters") / 4, optimizer_bytes, ranks, zero));
+    EXPECT_EQ(plan.exit_code, 0) << plan.output;
+    nlohmann::json report = nlohmann::json::parse(plan.output);
+    for (const nlohmann::json& section : report["sections"]) {
+      for (const nlohmann::json& result : section["results"]) {
+        if (result["name"] == "model_state_bytes") return result["value"].get<double>();
+      }
+    }
+    ADD_FAILURE() << "no model_state_bytes in\n" << plan.output;
+    return 0;
   }
 
   std::filesystem::path dir_;

@@ -9,6 +9,7 @@
 //   braid-torch-rank qwz-vs-ddp         the same with ZeRO++ qwZ (int8 parameter allgather, exact
 //                                       master shards): "QWZ ... difference D" lines
 //   braid-torch-rank zero-without-stage ZeroOptimizer over a DDP with zero_stage 0: refused
+//   and the stage 3 scenarios of fully_sharded_scenarios.h
 // Prints "PASS <scenario>" or the braid::Error ("ERROR <kind>: <message>") and exits 0 either
 // way: the error is the scenario's result, and a rank exiting non-zero would make braid-run stop
 // the others before they print theirs.
@@ -23,6 +24,7 @@
 #include "braid/comm/communicator.h"
 #include "braid/torch/distributed_data_parallel.h"
 #include "braid/torch/zero_optimizer.h"
+#include "fully_sharded_scenarios.h"
 
 namespace {
 
@@ -200,7 +202,7 @@ void run(braid::Communicator& comm, const std::string& scenario) {
     braid::torch::DistributedDataParallel ddp(comm, model);
     model->fc1->weight.mutable_grad() = torch::zeros_like(model->fc1->weight);
     train_steps(ddp, *model, comm.rank(), 1);
-  } else {
+  } else if (!run_fully_sharded_scenario(comm, scenario)) {
     throw braid::InvalidArgument({.op = "braid-torch-rank"}, "unknown scenario " + scenario);
   }
 }

@@ -140,7 +140,11 @@ void add_train_flags(CLI::App& app, TrainConfig& c) {
       ->capture_default_str();
   app.add_option("--zero", c.zero,
                  "ZeRO stage: 0 (DDP), 1 (optimizer state sharded, gradients reduce-scattered after backward), 2 (as 1, "
-                 "each bucket reduce-scattered during backward)")
+                 "each bucket reduce-scattered during backward), 3 (parameters sharded too, each layer gathered for its forward "
+                 "and backward)")
+      ->capture_default_str();
+  app.add_option("--max-gathered-units", c.max_gathered_units,
+                 "--zero 3: layers gathered at once, prefetches included (1: no prefetch)")
       ->capture_default_str();
   app.add_option("--zero-pp", c.zero_pp,
                  "ZeRO++ with --zero 1|2: comma list of qwz (int8 parameter allgather), qgz (int8 gradient "
@@ -212,17 +216,30 @@ void validate_gpt_size(const TrainConfig& c) {
   if (!(std::isfinite(c.clip_grad) && c.clip_grad >= 0)) bad(fmt::format("--clip-grad {}: must be a finite number >= 0", c.clip_grad));
 }
 
-// --zero: stages 1 and 2 on the data-parallel trainer, stage 1 on the mesh; what they do not
+// --zero: stages 1-3 on the data-parallel trainer, stage 1 on the mesh; what they do not
 // support yet is refused rather than silently run as DDP.
 void validate_zero(const TrainConfig& c) {
   auto bad = [&c](const std::string& detail) {
     throw InvalidArgument({.op = "braid-train --zero"}, fmt::format("--zero {}: {}", c.zero, detail));
   };
   if (c.zero < 0 || c.zero > 3) bad("the stage must be 0, 1, 2 or 3");
-  // --zero-pp without stage 1 or 2, and hpz, are refused here (stage 3 is refused below).
+  if (c.max_gathered_units < 1) bad(fmt::format("--max-gathered-units {}: must be >= 1", c.max_gathered_units));
+  // --zero-pp without stage 1 or 2, and hpz, are refused here (with stage 3 below).
   if (c.zero != 3) parse_zero_pp(c.zero_pp, c.zero);
   if (c.zero == 0) return;
-  if (c.zero == 3) bad("stage 3 is not implemented yet (parameters sharded between steps); use --zero 1 or 2");
+  if (c.zero == 3) {
+    if (c.uses_mesh()) {
+      bad("with --tp, --pp or --dropout (the mesh trainer) is not implemented yet; stage 3 runs on the data-parallel "
+          "trainer");
+    }
+    if (!c.zero_pp.empty()) {
+      bad(fmt::format("with --zero-pp {}: ZeRO++ on stage 3 (qwZ/qgZ per unit, hpZ) is not implemented yet", c.zero_pp));
+    }
+    if (!c.checkpoint_dir.empty() || c.resumes()) {
+      bad("with --checkpoint-dir or --resume: stage 3's sharded checkpoints are not implemented yet (stages 1 and 2 "
+          "have them)");
+    }
+  }
   if (c.uses_mesh() && c.zero == 2) {
     bad("with --tp, --pp or --dropout (the mesh trainer): its gradients accumulate over the micro-batches and are "
         "reduced once after the last backward, so stage 2 would be stage 1; use --zero 1 (Megatron's distributed "

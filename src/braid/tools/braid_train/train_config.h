@@ -58,11 +58,12 @@ struct TrainConfig {
   int pp = 1;                        // pipeline stages (> 1: pipeline parallelism, DP over world/pp)
   int microbatches = 4;              // per optimizer step and pipeline (with --pp)
   std::string schedule = "1f1b";     // gpipe | 1f1b | interleaved:V | zb1 (with --pp)
-  int zero = 0;                      // ZeRO stage: 0 (DDP), 1 or 2 (torch/zero_optimizer.h); 3 is refused
+  int zero = 0;                      // ZeRO stage: 0 (DDP), 1 or 2 (torch/zero_optimizer.h), 3 (torch/fully_sharded.h)
   std::string zero_pp;               // ZeRO++ parts: comma list of qwz, qgz, qgz-ef (zero_pp.h)
   std::string precision = "fp32";    // fp32 | bf16 | fp16 (mixed_precision_training.h)
   std::string loss_scale = "dynamic"; // fp16: "dynamic" or a fixed scale
   std::int64_t inject_overflow = 0;  // fp16, testing: step whose gradient the last rank makes inf
+  int max_gathered_units = 2;        // --zero 3: units gathered at once, prefetches included (>= 1)
 
   bool is_gpt() const { return model == "gpt" || model == "gpt-small"; }
   GptSize gpt_size() const;
@@ -91,7 +92,7 @@ void add_train_flags(CLI::App& app, TrainConfig& config);
 // Throws InvalidArgument naming the flag and its valid range for a bad value (a learning rate
 // that is not a finite number > 0 included: it is refused, never replaced by the default), or a
 // global batch that the world size (times --accumulate) does not divide; --zero with what it
-// does not support yet (the mesh flags, --compress, stage 3).
+// does not support yet (the mesh flags, --compress, checkpoints, stage 3 with --precision).
 void validate(const TrainConfig& config, int world);
 
 }  // namespace braid::train

@@ -92,20 +92,24 @@ TEST(TrainConfig, FingerprintCoversWhatShapesTheTrajectoryButNotItsLength) {
   EXPECT_NE(a.fingerprint(2), b.fingerprint(2));
 }
 
-// --zero: 0-2 accepted on the data-parallel trainer (with --overlap on or off, --clip-grad,
+// --zero: 0-3 accepted on the data-parallel trainer (with --overlap on or off, --clip-grad,
 // --accumulate); what is not implemented yet is refused naming the flags.
 TEST(TrainConfig, ZeroStagesAndWhatTheyRefuse) {
-  for (const char* stage : {"0", "1", "2"}) {
+  for (const char* stage : {"0", "1", "2", "3"}) {
     EXPECT_EQ(error_of(parse({"--zero", stage, "--accumulate", "2", "--clip-grad", "1", "--overlap", "off"}), 4), "");
   }
   EXPECT_EQ(parse({"--zero", "2"}).zero, 2);
+  EXPECT_EQ(parse({"--zero", "3"}).max_gathered_units, 2);
+  EXPECT_EQ(parse({"--zero", "3", "--max-gathered-units", "1"}).max_gathered_units, 1);
   EXPECT_NE(parse({"--zero", "1"}).fingerprint(2), parse({}).fingerprint(2));
   EXPECT_EQ(parse({}).fingerprint(2).find("zero"), std::string::npos);  // DDP checkpoints keep their fingerprint
   auto refused = [](std::vector<std::string> flags, const std::string& message) {
     std::string error = error_of(parse(std::move(flags)), 4);
     EXPECT_NE(error.find(message), std::string::npos) << error;
   };
-  refused({"--zero", "3"}, "--zero 3: stage 3 is not implemented yet");
+  refused({"--zero", "3", "--max-gathered-units", "0"}, "--zero 3: --max-gathered-units 0: must be >= 1");
+  refused({"--zero", "3", "--checkpoint-dir", "ckpt"}, "--zero 3: with --checkpoint-dir or --resume");
+  refused({"--model", "gpt", "--zero", "3", "--tp", "2"}, "--zero 3: with --tp, --pp or --dropout");
   refused({"--zero", "-1"}, "--zero -1: the stage must be 0, 1, 2 or 3");
   EXPECT_EQ(error_of(parse({"--model", "gpt", "--zero", "1", "--tp", "2", "--pp", "2", "--clip-grad", "1"}), 8), "");
   refused({"--model", "gpt", "--zero", "2", "--pp", "2"}, "--zero 2: with --tp, --pp or --dropout (the mesh trainer)");

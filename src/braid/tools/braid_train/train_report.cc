@@ -92,7 +92,7 @@ nlohmann::json to_json(const RunSummary& s, const TrainConfig& c) {
                                      {"fp32_each", e.zero_wire.fp32_each},
                                      {"gradient_transport", e.zero_wire.gradient_transport}}}});
   }
-  return {{"model", s.model},
+  nlohmann::json report = {{"model", s.model},
           {"world", s.world},
           {"threads", s.threads},
           {"parameters", s.parameters},
@@ -122,6 +122,14 @@ nlohmann::json to_json(const RunSummary& s, const TrainConfig& c) {
                            {"communication_buffers", s.model_state.communication_buffers},
                            {"peak_gradients", s.model_state.peak_gradients}}},
           {"epochs", epochs}};
+  if (s.gathers) {
+    const RunSummary::Gathers& g = *s.gathers;
+    report["gathers"] = {{"units", g.units}, {"max_gathered_units", g.cap}, {"max_gathered", g.max_gathered},
+                         {"peak_gathered_bytes", g.peak_gathered_bytes}, {"allgathers", g.allgathers},
+                         {"reduce_scatters", g.reduce_scatters},
+                         {"storage_bytes_after_step", g.storage_bytes_after_step}, {"pool_bytes", g.pool_bytes}};
+  }
+  return report;
 }
 
 std::string comparison_table(const std::vector<nlohmann::json>& runs, const std::vector<std::string>& names) {

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -79,6 +80,15 @@ struct RunSummary {
     // releases each bucket's as it is sent).
     std::int64_t communication_buffers = 0, peak_gradients = 0;
   } model_state;
+  // --zero 3: the gather counters at the end of the run (torch/fully_sharded.h,
+  // parallel/unit_gather_tracker.h), and the bytes the units' full buffers held after the last step.
+  struct Gathers {
+    int units = 0, cap = 0, max_gathered = 0;
+    std::int64_t peak_gathered_bytes = 0, allgathers = 0, reduce_scatters = 0;
+    std::int64_t storage_bytes_after_step = 0;
+    std::int64_t pool_bytes = 0;  // the storage pools' buffers (communication memory, not model states)
+  };
+  std::optional<Gathers> gathers;
 };
 
 // "epoch 2: train loss 0.412  test accuracy 85.31%  1843 samples/s  communication 23% ..."

@@ -13,10 +13,12 @@
 #include "braid/torch/checkpoint.h"
 #include "braid/torch/distributed_data_parallel.h"
 #include "braid/torch/distributed_sampler.h"
+#include "braid/torch/fully_sharded.h"
 #include "braid/torch/model_state_bytes.h"
 #include "braid/torch/zero_optimizer.h"
 #include "braid/trace/trace_recorder.h"
 #include "braid/tools/braid_train/blas_runtime.h"
+#include "braid/tools/braid_train/fully_sharded_training.h"
 #include "braid/tools/braid_train/models.h"
 #include "braid/tools/braid_train/mesh_trainer.h"
 #include "braid/tools/braid_train/mixed_precision_training.h"
@@ -49,6 +51,7 @@ class Trainer {
   void progress(std::int64_t epoch, std::int64_t batch, double loss);
   bool update();
   void finish_epoch(EpochFigures& figures, double loss_sum, double epoch_seconds);
+  std::int64_t parameter_count() const { return sharded_ ? sharded_->parameter_count() : ddp_->parameter_count(); }
 
   Communicator& comm_;
   const TrainConfig& config_;
@@ -58,6 +61,7 @@ class Trainer {
   std::unique_ptr<trace::TraceRecorder> trace_;
   std::unique_ptr<torch::DistributedDataParallel> ddp_;
   std::unique_ptr<torch::ZeroOptimizer> zero_;             // --zero 1 or 2, over ddp_
+  std::unique_ptr<torch::FullyShardedModule> sharded_;     // --zero 3, instead of ddp_
   std::unique_ptr<torch::DistributedSampler> sampler_;
   std::int64_t rank_batch_ = 0, steps_per_epoch_ = 0, total_steps_ = 0, step_ = 0;
   torch::TrainingPosition start_;
@@ -76,27 +80,31 @@ void Trainer::set_up() {
   if (!config_.trace_dir.empty()) {
     trace_ = std::make_unique<trace::TraceRecorder>(trace::TraceOptions{.rank = comm_.rank(), .output_dir = config_.trace_dir});
   }
-  ZeroPlusPlus zero_pp = parse_zero_pp(config_.zero_pp, config_.zero);
+  ZeroPlusPlus zero_pp = config_.zero == 3 ? ZeroPlusPlus{} : parse_zero_pp(config_.zero_pp, config_.zero);
   precision_ = plan_precision(config_);  // --precision: the wire's codecs (--zero-pp is refused with it)
-  bool ddp_wire = config_.zero == 0;
-  compress::CodecId gradient_codec =
-      zero_pp.qgz ? compress::CodecId::kInt8 : ddp_wire ? compress::CodecId::kNone : precision_.wire;
-  ddp_ = std::make_unique<torch::DistributedDataParallel>(
-      comm_, model_,
-      torch::DdpOptions{.bucket_cap = config_.bucket_mb,
-                        .policy = ddp_wire ? precision_.ddp_policy(config_) : make_policy(config_),
-                        .overlap = config_.overlap,
-                        .trace = trace_.get(), .zero_stage = config_.zero,
-                        .zero_codec = {.id = gradient_codec},
-                        .zero_error_feedback = zero_pp.qgz_error_feedback});
+  // --zero 3: the FullyShardedModule replaces DDP and steps its own shards (fully_sharded_training.h).
+  if (config_.zero == 3) sharded_ = make_fully_sharded(comm_, config_, *model_);
+  if (!sharded_) {
+    bool ddp_wire = config_.zero == 0;
+    compress::CodecId gradient_codec =
+        zero_pp.qgz ? compress::CodecId::kInt8 : ddp_wire ? compress::CodecId::kNone : precision_.wire;
+    ddp_ = std::make_unique<torch::DistributedDataParallel>(
+        comm_, model_,
+        torch::DdpOptions{.bucket_cap = config_.bucket_mb,
+                          .policy = ddp_wire ? precision_.ddp_policy(config_) : make_policy(config_),
+                          .overlap = config_.overlap,
+                          .trace = trace_.get(), .zero_stage = config_.zero,
+                          .zero_codec = {.id = gradient_codec},
+                          .zero_error_feedback = zero_pp.qgz_error_feedback});
+  }
   // ZeRO: the optimizer steps this rank's flat shards (its state is 1/n of DDP's); the same
   // elementwise update as over the whole parameters.
-  if (config_.zero > 0) {
+  if (config_.zero == 1 || config_.zero == 2) {
     zero_ = std::make_unique<torch::ZeroOptimizer>(
         *ddp_, [this](std::vector<::torch::Tensor> shards) { return make_optimizer(config_, std::move(shards)); },
         torch::ZeroOptions{.quantize_weights = zero_pp.qwz || precision_.wire != compress::CodecId::kNone,
                            .weight_codec = zero_pp.qwz ? compress::CodecId::kInt8 : precision_.wire});
-  } else {
+  } else if (!sharded_) {
     optimizer_ = make_optimizer(config_, model_->parameters());
   }
   sampler_ = std::make_unique<torch::DistributedSampler>(data_->train_size(), comm_.size(), comm_.rank(),
@@ -137,18 +145,27 @@ void Trainer::resume() {
 
 double Trainer::train_step(std::span<const std::int64_t> indices, EpochFigures& figures) {
   auto start = Clock::now();
-  ddp_->zero_grad();
+  if (sharded_) {
+    sharded_->zero_grad();
+  } else {
+    ddp_->zero_grad();
+  }
   std::int64_t micro = rank_batch_ / config_.accumulate;
   double loss_sum = 0;
   for (std::int64_t k = 0; k < config_.accumulate; ++k) {
     Batch batch = data_->train_batch(indices.subspan(static_cast<std::size_t>(k * micro), static_cast<std::size_t>(micro)));
     std::optional<NoSync> accumulate_only;
-    if (k + 1 < config_.accumulate) accumulate_only.emplace(ddp_->grad_sync());
+    if (sharded_) {
+      sharded_->set_sync(k + 1 == config_.accumulate);
+    } else if (k + 1 < config_.accumulate) {
+      accumulate_only.emplace(ddp_->grad_sync());
+    }
     ::torch::Tensor loss;
     {
       trace::ComputeScope forward(trace_.get(), "forward");
       torch::AutocastScope autocast(precision_.precision);
-      loss = loss_of(model_->forward(batch.input), batch.target).to(::torch::kFloat32) /
+      loss = loss_of(sharded_ ? sharded_->forward(batch.input) : model_->forward(batch.input), batch.target)
+                 .to(::torch::kFloat32) /
              static_cast<double>(config_.accumulate);
     }
     {
@@ -159,8 +176,9 @@ double Trainer::train_step(std::span<const std::int64_t> indices, EpochFigures& 
       (precision_.scaler ? loss * precision_.scaler->scale() : loss).backward();
     }
     loss_sum += loss.item<double>();
+    if (sharded_ && k + 1 < config_.accumulate) sharded_->synchronize();  // ends the accumulating backward
   }
-  GradSyncStats stats = ddp_->synchronize();
+  GradSyncStats stats = sharded_ ? stage3_stats(sharded_->synchronize()) : ddp_->synchronize();
   step_losses_.push_back(check_loss_is_finite(comm_, config_, loss_sum, step_ + 1) / comm_.size());
   bool stepped = false;
   {
@@ -200,7 +218,10 @@ bool Trainer::update() {
       return false;
     }
   }
-  if (zero_) {
+  if (sharded_) {
+    if (config_.clip_grad > 0) sharded_->clip_grad_norm(config_.clip_grad);
+    sharded_->step();
+  } else if (zero_) {
     // Each rank holds its shard of the averaged gradient: the norm is summed over the shards.
     if (config_.clip_grad > 0) zero_->clip_grad_norm(config_.clip_grad);
     zero_->step();
@@ -230,7 +251,11 @@ void Trainer::train_epoch(std::int64_t epoch, std::int64_t first_batch, EpochFig
     loss_sum += loss;
     ++step_;
     ++figures.steps;
-    if (config_.check_replicas) check_replicas(comm_, *model_, step_);
+    if (config_.check_replicas) {
+      std::optional<torch::FullyShardedModule::FullParameters> whole;
+      if (sharded_) whole.emplace(*sharded_);
+      check_replicas(comm_, *model_, step_);
+    }
     progress(epoch, batch + 1, loss);
     bool epoch_done = batch + 1 == steps_per_epoch_;
     if (!config_.checkpoint_dir.empty() &&
@@ -248,6 +273,8 @@ void Trainer::finish_epoch(EpochFigures& figures, double loss_sum, double epoch_
   figures.train_loss = mean_over_ranks(comm_, loss_sum, static_cast<double>(figures.steps));
   figures.seconds = epoch_seconds;
   figures.tokens_per_sample = data_->tokens_per_sample();
+  std::optional<torch::FullyShardedModule::FullParameters> whole;  // stage 3: evaluate the whole model
+  if (sharded_) whole.emplace(*sharded_);
   evaluate(comm_, *data_, *model_, figures);
 }
 
@@ -255,14 +282,14 @@ RunSummary Trainer::run() {
   set_up();
   say(comm_, fmt::format("braid-train: {} on {} ranks x {} thread(s); {}; {} parameters; global batch {} ({} per rank{}); "
                   "{} steps per epoch; BLAS: {}",
-                  config_.model, comm_.size(), config_.threads, data_->describe(), ddp_->parameter_count(),
+                  config_.model, comm_.size(), config_.threads, data_->describe(), parameter_count(),
                   config_.batch, rank_batch_,
                   config_.accumulate > 1 ? fmt::format(" in {} micro-batches", config_.accumulate) : "",
                   steps_per_epoch_, blas_description()));
   if (resumed_) say(comm_, fmt::format("resumed from {} at step {} (epoch {}, batch {})", checkpoint().path(),
                                 start_.step, start_.epoch + 1, start_.batch_in_epoch));
   RunSummary summary{.model = config_.model, .world = comm_.size(), .threads = config_.threads,
-                     .parameters = ddp_->parameter_count(), .compress = config_.compress, .overlap = config_.overlap,
+                     .parameters = parameter_count(), .compress = config_.compress, .overlap = config_.overlap,
                      .blas = blas_description(), .data = data_->describe(), .resumed = resumed_,
                      .zero_stage = config_.zero, .zero_pp = config_.zero_pp, .precision = config_.precision};
   for (std::int64_t epoch = start_.epoch; step_ < total_steps_; ++epoch) {
@@ -275,13 +302,19 @@ RunSummary Trainer::run() {
   summary.step_losses = step_losses_;
   summary.skipped_steps = skipped_steps_;
   if (precision_.scaler) summary.loss_scale = precision_.scaler->scale();
-  torch::ModelStateBytes state = zero_ ? zero_->model_state_bytes()
-                                        : torch::model_state_bytes(ddp_->parameters(), optimizer_.get());
+  torch::ModelStateBytes state = sharded_ ? sharded_->model_state_bytes()
+                                 : zero_  ? zero_->model_state_bytes()
+                                          : torch::model_state_bytes(ddp_->parameters(), optimizer_.get());
+  if (sharded_) summary.gathers = gather_report(*sharded_);
   summary.model_state = {.parameters = state.parameters, .gradients = state.gradients, .master = state.master,
-                         .optimizer_state = state.optimizer_state,
-                         .communication_buffers = static_cast<std::int64_t>(ddp_->grad_sync().send_buffer_bytes() +
-                                                                           ddp_->grad_sync().shard_buffer_bytes()),
-                         .peak_gradients = ddp_->peak_gradient_bytes()};
+                         .optimizer_state = state.optimizer_state};
+  if (ddp_) {
+    summary.model_state.communication_buffers =
+        static_cast<std::int64_t>(ddp_->grad_sync().send_buffer_bytes() + ddp_->grad_sync().shard_buffer_bytes());
+    summary.model_state.peak_gradients = ddp_->peak_gradient_bytes();
+  }
+  std::optional<torch::FullyShardedModule::FullParameters> whole;  // stage 3: the digest and export see the whole model
+  if (sharded_) whole.emplace(*sharded_);
   finish_run(comm_, config_, summary, *model_, data_->classification());
   return summary;
 }

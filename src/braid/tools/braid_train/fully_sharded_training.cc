@@ -1,0 +1,33 @@
+#include "braid/tools/braid_train/fully_sharded_training.h"
+
+#include "braid/tools/braid_train/training_common.h"
+
+namespace braid::train {
+
+std::unique_ptr<torch::FullyShardedModule> make_fully_sharded(Communicator& comm, const TrainConfig& config,
+                                                              TrainModel& model) {
+  ::torch::nn::Sequential layers = model.layers();
+  return std::make_unique<torch::FullyShardedModule>(
+      comm, layers, torch::units_of_layers_with_parameters(layers),
+      [&config](std::vector<::torch::Tensor> shards) { return make_optimizer(config, std::move(shards)); },
+      torch::FullyShardedOptions{.max_gathered_units = config.max_gathered_units});
+}
+
+GradSyncStats stage3_stats(const torch::FullyShardedStepStats& step) {
+  GradSyncStats stats;
+  stats.wire.wire_bytes = step.wire_bytes;
+  stats.wire.dense_wire_bytes = step.dense_wire_bytes;
+  stats.exposed_seconds = step.seconds_waiting;
+  return stats;
+}
+
+RunSummary::Gathers gather_report(torch::FullyShardedModule& module) {
+  const parallel::GatherCounters& c = module.counters();
+  RunSummary::Gathers g{.units = module.unit_count(), .cap = module.max_gathered_units(), .max_gathered = c.max_gathered,
+                        .peak_gathered_bytes = c.peak_gathered_bytes, .allgathers = c.allgathers,
+                        .reduce_scatters = c.reduce_scatters, .pool_bytes = module.pool_bytes()};
+  for (int u = 0; u < module.unit_count(); ++u) g.storage_bytes_after_step += module.unit_storage_bytes(u);
+  return g;
+}
+
+}  // namespace braid::train
