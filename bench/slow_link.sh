@@ -33,22 +33,11 @@ fi
 prefix=braidslow
 export NETNS_PREFIX=$prefix RANKS_PER_HOST=${RANKS_PER_HOST:-2}
 addr0=10.77.0.1 addr1=10.77.0.2
-cleanup() { ip netns del ${prefix}0 2>/dev/null || true; ip netns del ${prefix}1 2>/dev/null || true; }
+source bench/shaped_link.sh
+cleanup() { shaped_link_down ${prefix}; }
 cleanup
 trap 'cleanup; [ -n "${KEEP_DIR:-}" ] || rm -rf "$work"' EXIT
-ip netns add ${prefix}0
-ip netns add ${prefix}1
-ip link add ${prefix}v0 type veth peer name ${prefix}v1
-ip link set ${prefix}v0 netns ${prefix}0
-ip link set ${prefix}v1 netns ${prefix}1
-for h in 0 1; do
-  ip -n ${prefix}$h link set lo up
-  a=addr$h
-  ip -n ${prefix}$h addr add ${!a}/24 dev ${prefix}v$h
-  ip -n ${prefix}$h link set ${prefix}v$h up
-  # A token bucket on each end's egress shapes both directions (tbf: netem is often not built).
-  ip netns exec ${prefix}$h tc qdisc add dev ${prefix}v$h root tbf rate "$rate" burst 256kb latency 50ms
-done
+shaped_link_up ${prefix} $addr0 $addr1 "$rate"
 work=${KEEP_DIR:-$(mktemp -d)}
 mkdir -p "$work"
 world=$((2 * RANKS_PER_HOST))

@@ -16,22 +16,12 @@ prefix=braidzpp
 export NETNS_PREFIX=$prefix RANKS_PER_HOST=${RANKS_PER_HOST:-1}
 addr0=10.78.0.1 addr1=10.78.0.2
 work=""
-cleanup() { ip netns del ${prefix}0 2>/dev/null || true; ip netns del ${prefix}1 2>/dev/null || true; [ -z "$work" ] || rm -rf "$work"; }
+source bench/shaped_link.sh
+cleanup() { shaped_link_down $prefix; [ -z "$work" ] || rm -rf "$work"; }
 cleanup  # a namespace left by an interrupted run
 work=$(mktemp -d)
 trap cleanup EXIT
-ip netns add ${prefix}0
-ip netns add ${prefix}1
-ip link add ${prefix}v0 type veth peer name ${prefix}v1
-ip link set ${prefix}v0 netns ${prefix}0
-ip link set ${prefix}v1 netns ${prefix}1
-for h in 0 1; do
-  ip -n ${prefix}$h link set lo up
-  a=addr$h
-  ip -n ${prefix}$h addr add ${!a}/24 dev ${prefix}v$h
-  ip -n ${prefix}$h link set ${prefix}v$h up
-  ip netns exec ${prefix}$h tc qdisc add dev ${prefix}v$h root tbf rate "$rate" burst 256kb latency 50ms
-done
+shaped_link_up $prefix $addr0 $addr1 "$rate"
 lscpu | grep "Model name"
 world=$((2 * RANKS_PER_HOST))
 echo "zeropp_slow_link: $(date -u +%F), 2 hosts x $RANKS_PER_HOST ranks, link $rate (tbf), MLP, 1 epoch of 12,800 images"
