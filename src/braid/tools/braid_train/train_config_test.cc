@@ -166,5 +166,33 @@ TEST(TrainConfig, ZeroPlusPlusPartsAndWhatTheyRefuse) {
   refused({"--zero", "1", "--zero-pp", "qwz,"}, "unknown part ''");
 }
 
+// --precision: fp32 keeps the fingerprints runs had before the flag; bf16 and fp16 are in them
+// (fp16 with its loss scale); what would set the wire's dtype a second way is refused.
+TEST(TrainConfig, PrecisionFingerprintsAndRefusals) {
+  for (const char* zero : {"0", "1", "2"}) {
+    for (const char* precision : {"fp32", "bf16", "fp16"}) {
+      EXPECT_EQ(error_of(parse({"--zero", zero, "--precision", precision}), 2), "") << precision;
+    }
+  }
+  EXPECT_EQ(error_of(parse({"--precision", "fp16", "--loss-scale", "1024", "--inject-overflow", "3"}), 2), "");
+  EXPECT_EQ(parse({"--precision", "fp32"}).fingerprint(2), parse({}).fingerprint(2));
+  EXPECT_NE(parse({"--precision", "bf16"}).fingerprint(2), parse({}).fingerprint(2));
+  EXPECT_NE(parse({"--precision", "fp16"}).fingerprint(2), parse({"--precision", "fp16", "--loss-scale", "8"}).fingerprint(2));
+  EXPECT_NE(parse({"--zero", "1", "--precision", "bf16"}).zero_fingerprint(8), parse({"--zero", "1"}).zero_fingerprint(8));
+  auto refused = [](std::vector<std::string> flags, const std::string& message) {
+    std::string error = error_of(parse(std::move(flags)), 2);
+    EXPECT_NE(error.find(message), std::string::npos) << error;
+  };
+  refused({"--precision", "bf16", "--zero", "2", "--zero-pp", "qgz"}, "--precision bf16: with --zero-pp qgz");
+  refused({"--precision", "bf16", "--compress", "fp16"}, "--precision bf16: with --compress fp16");
+  refused({"--precision", "bf16", "--zero", "3"}, "--precision bf16: with --zero 3");
+  refused({"--precision", "fp16", "--loss-scale", "0.5"}, "--loss-scale '0.5': expected dynamic or a finite number >= 1");
+  refused({"--precision", "fp16", "--loss-scale", "inf"}, "expected dynamic or a finite number >= 1");
+  refused({"--loss-scale", "64"}, "--loss-scale applies to --precision fp16 only");
+  refused({"--precision", "bf16", "--inject-overflow", "1"}, "--inject-overflow tests the loss scale of --precision fp16");
+  refused({"--precision", "fp16", "--inject-overflow", "-1"}, "--inject-overflow -1: a step >= 1");
+  refused({"--model", "gpt", "--precision", "bf16", "--tp", "2"}, "(the mesh trainer) is not implemented yet");
+}
+
 }  // namespace
 }  // namespace braid::train
