@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "braid/collectives/collective_queue.h"
 #include "braid/comm/communicator_internal.h"
 #include "braid/compress/compressed_call.h"
 
@@ -47,6 +48,16 @@ CompressionStats compressed_reduce_scatter(Communicator& comm, std::span<float> 
   reduce_scatter_two_stage(call, shard);
   stats.transport_bytes = detail::CollectiveAccess(comm).bytes_sent() - sent_before;
   return stats;
+}
+
+Work icompressed_reduce_scatter(Communicator& comm, std::span<float> data, std::span<float> shard,
+                                CompressionState& state, CompressedAllreduceOptions options, CompressionStats* stats) {
+  auto& queue = detail::CollectiveAccess(comm).attachment<CollectiveQueue>();
+  std::string op = fmt::format("compressed_reduce_scatter of '{}'", options.name);
+  return queue.submit({.rank = comm.rank(), .op = op}, [&comm, data, shard, &state, options = std::move(options), stats] {
+    CompressionStats figures = compressed_reduce_scatter(comm, data, shard, state, options);
+    if (stats != nullptr) *stats = figures;
+  });
 }
 
 }  // namespace braid::compress

@@ -23,6 +23,7 @@
 #include <span>
 
 #include "braid/comm/communicator.h"
+#include "braid/comm/work.h"
 #include "braid/compress/compressed_allreduce.h"
 #include "braid/compress/compression_state.h"
 
@@ -36,5 +37,12 @@ namespace braid::compress {
 // shape, step, momentum and host_striped are not used. Errors as compressed_allreduce's.
 CompressionStats compressed_reduce_scatter(Communicator& comm, std::span<float> data, std::span<float> shard,
                                            CompressionState& state, const CompressedAllreduceOptions& options);
+
+// The same on the communicator's background thread (async_collectives.h's contract: `data`,
+// `shard` and `state` stay alive and untouched until wait(); the errors come from wait()).
+// `stats`, if given, is written when the operation completes.
+Work icompressed_reduce_scatter(Communicator& comm, std::span<float> data, std::span<float> shard,
+                                CompressionState& state, CompressedAllreduceOptions options,
+                                CompressionStats* stats = nullptr);
 
 }  // namespace braid::compress

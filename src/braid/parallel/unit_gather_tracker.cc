@@ -13,6 +13,8 @@ UnitGatherTracker::UnitGatherTracker(std::vector<std::int64_t> unit_bytes, std::
     : state_(unit_bytes.size(), UnitState::kFree),
       unit_bytes_(std::move(unit_bytes)),
       shard_bytes_(std::move(shard_bytes)),
+      gather_payload_(shard_bytes_),
+      reduce_payload_(shard_bytes_),
       world_size_(world_size),
       max_gathered_(max_gathered) {
   ErrorContext context{.op = "UnitGatherTracker"};
@@ -31,7 +33,7 @@ void UnitGatherTracker::start_gathering(int unit) {
   counters_.peak_gathered_bytes = std::max(counters_.peak_gathered_bytes, counters_.gathered_bytes_now);
   counters_.allgathers += 1;
   counters_.wire_bytes += static_cast<std::uint64_t>(world_size_ - 1) *
-                          static_cast<std::uint64_t>(shard_bytes_[static_cast<std::size_t>(unit)]);
+                          static_cast<std::uint64_t>(gather_payload_[static_cast<std::size_t>(unit)]);
 }
 
 bool UnitGatherTracker::demand(int unit) {
@@ -68,7 +70,12 @@ void UnitGatherTracker::freed(int unit) {
 void UnitGatherTracker::count_reduce_scatter(int unit) {
   counters_.reduce_scatters += 1;
   counters_.wire_bytes += static_cast<std::uint64_t>(world_size_ - 1) *
-                          static_cast<std::uint64_t>(shard_bytes_.at(static_cast<std::size_t>(unit)));
+                          static_cast<std::uint64_t>(reduce_payload_.at(static_cast<std::size_t>(unit)));
+}
+
+void UnitGatherTracker::set_wire_payload(int unit, std::int64_t gather_bytes, std::int64_t reduce_bytes) {
+  gather_payload_.at(static_cast<std::size_t>(unit)) = gather_bytes;
+  reduce_payload_.at(static_cast<std::size_t>(unit)) = reduce_bytes;
 }
 
 std::string UnitGatherTracker::describe_gathered() const {

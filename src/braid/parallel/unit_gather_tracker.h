@@ -57,6 +57,10 @@ class UnitGatherTracker {
   void gathered(int unit);  // its allgather completed
   void freed(int unit);     // its full buffer released (no-op when already free)
   void count_reduce_scatter(int unit);
+  // The bytes one allgather and one reduce-scatter of `unit` send to each peer when a codec
+  // shrinks them (ZeRO++ on stage 3): what wire_bytes counts from then on (default: the shard's
+  // bytes, for both).
+  void set_wire_payload(int unit, std::int64_t gather_bytes, std::int64_t reduce_bytes);
 
   const GatherCounters& counters() const { return counters_; }
   // "units gathered now: 3 (gathering), 4 (gathered)" for error messages.
@@ -67,6 +71,7 @@ class UnitGatherTracker {
 
   std::vector<UnitState> state_;
   std::vector<std::int64_t> unit_bytes_, shard_bytes_;
+  std::vector<std::int64_t> gather_payload_, reduce_payload_;  // per peer and collective
   int world_size_ = 1;
   int max_gathered_ = 1;
   GatherCounters counters_;

@@ -16,6 +16,8 @@
 #include "braid/collectives/async_collectives.h"
 #include "braid/collectives/collectives.h"
 #include "braid/compress/compressed_call.h"
+#include "braid/compress/compressed_reduce_scatter.h"
+#include "braid/compress/quantized_allgather.h"
 #include "braid/torch/model_agreement.h"
 #include "braid/torch/tensor_dtype.h"
 
@@ -182,8 +184,36 @@ void FullyShardedModule::build_buffers() {
     shard_bytes.push_back(unit.shard_elements * static_cast<std::int64_t>(sizeof(float)));
   }
   tracker_ = parallel::UnitGatherTracker(unit_bytes, shard_bytes, comm_.size(), options_.max_gathered_units);
+  set_compressed_wire();
   broadcast_buffers();
   next_reduce_ = unit_count() - 1;
+}
+
+// With ZeRO++'s codecs a collective sends the encoded shard (header + body) to each peer, not its
+// fp32 bytes: the counters count what goes on the wire.
+void FullyShardedModule::set_compressed_wire() {
+  ErrorContext context{.rank = comm_.rank(), .op = "FullyShardedModule"};
+  auto one_of = [](compress::CodecId id, std::initializer_list<compress::CodecId> allowed) {
+    return std::find(allowed.begin(), allowed.end(), id) != allowed.end();
+  };
+  using compress::CodecId;
+  if (!one_of(options_.weight_codec, {CodecId::kNone, CodecId::kInt8, CodecId::kBf16, CodecId::kFp16})) {
+    throw InvalidArgument(context, fmt::format("weight_codec {}: the parameters are gathered in fp32, int8, bf16 or fp16",
+                                               compress::codec_name(options_.weight_codec)));
+  }
+  if (!one_of(options_.gradient_codec, {CodecId::kNone, CodecId::kInt8, CodecId::kBf16, CodecId::kFp16, CodecId::kSign})) {
+    throw InvalidArgument(context, fmt::format("gradient_codec {}: a reduce-scatter is compressed with int8, fp16, bf16 "
+                                               "or sign",
+                                               compress::codec_name(options_.gradient_codec)));
+  }
+  for (int u = 0; u < unit_count(); ++u) {
+    std::int64_t s = units_[static_cast<std::size_t>(u)].shard_elements;
+    auto payload = [s](CodecId codec) {
+      if (codec == CodecId::kNone) return s * static_cast<std::int64_t>(sizeof(float));
+      return static_cast<std::int64_t>(compress::quantized_allgather_payload_bytes(s, 0, codec));
+    };
+    tracker_.set_wire_payload(u, payload(options_.weight_codec), payload(options_.gradient_codec));
+  }
 }
 
 // The accumulator's post hook runs once this backward's gradient has been added into .grad.
@@ -231,6 +261,12 @@ void FullyShardedModule::ensure_gathered(int u, int direction) {
 void FullyShardedModule::issue_gather(int u) {
   Unit& unit = units_[static_cast<std::size_t>(u)];
   parameter_pool_.fill(unit.full);
+  if (options_.weight_codec != compress::CodecId::kNone) {  // qwZ: every rank decodes its own shard too
+    unit.gather = compress::iquantized_allgather(comm_, unit.shard.data_ptr<float>(), unit.shard_elements,
+                                                 unit.full.data_ptr<float>(),
+                                                 {.codec = options_.weight_codec, .name = unit.range.name});
+    return;
+  }
   unit.gather = iallgather(comm_, unit.shard.data_ptr<float>(), unit.full.data_ptr<float>(), unit.shard_elements,
                            DType::kF32);
 }
@@ -301,8 +337,16 @@ void FullyShardedModule::reduce(int u) {
     unit.flat_grad.narrow(0, p.offset, p.tensor.numel()).view(p.tensor.sizes()).add_(p.tensor.grad());
     p.tensor.mutable_grad().reset();
   }
-  unit.reduce = ireduce_scatter(comm_, unit.flat_grad.data_ptr<float>(), unit.shard.mutable_grad().data_ptr<float>(),
-                                unit.shard_elements, DType::kF32, ReduceOp::kAvg);
+  float* shard_grad = unit.shard.mutable_grad().data_ptr<float>();
+  if (options_.gradient_codec != compress::CodecId::kNone) {  // qgZ: summed in rank order, averaged once
+    auto s = static_cast<std::size_t>(unit.shard_elements);
+    unit.reduce = compress::icompressed_reduce_scatter(
+        comm_, {unit.flat_grad.data_ptr<float>(), s * static_cast<std::size_t>(comm_.size())}, {shard_grad, s},
+        codec_state_, {.codec = {.id = options_.gradient_codec}, .name = unit.range.name, .average = true});
+  } else {
+    unit.reduce = ireduce_scatter(comm_, unit.flat_grad.data_ptr<float>(), shard_grad, unit.shard_elements, DType::kF32,
+                                  ReduceOp::kAvg);
+  }
   tracker_.count_reduce_scatter(u);
 }
 

@@ -79,6 +79,8 @@
 
 #include "braid/comm/communicator.h"
 #include "braid/comm/work.h"
+#include "braid/compress/codec_spec.h"
+#include "braid/compress/compression_state.h"
 #include "braid/engine/shard_layout.h"
 #include "braid/parallel/unit_gather_tracker.h"
 #include "braid/torch/model_state_bytes.h"
@@ -102,6 +104,13 @@ struct FullyShardedOptions {
   bool allow_unused = false;       // a parameter without a gradient counts as zero
   bool broadcast_buffers = true;   // rank 0's buffers (BatchNorm statistics) after each synchronize()
   std::size_t alignment_bytes = 64;
+  // ZeRO++ on stage 3 (docs/zero.md): the codec each unit's allgathers move its shards in (kInt8:
+  // qwZ; kBf16 / kFp16; kNone: fp32, exact), from the exact fp32 shard every rank keeps, so the
+  // quantisation never compounds; and the codec of its gradient reduce-scatter (kInt8: qgZ;
+  // fp16, bf16, sign; kNone: fp32). FullParameters always gathers exactly (evaluation, digest,
+  // export see the master values).
+  compress::CodecId weight_codec = compress::CodecId::kNone;
+  compress::CodecId gradient_codec = compress::CodecId::kNone;
 };
 
 // One step's traffic, for the run report.
@@ -195,6 +204,7 @@ class FullyShardedModule {
     ::torch::Tensor flat_grad;  // the reduce-scatter's send buffer while it runs
     std::optional<Work> reduce;
   };
+  void set_compressed_wire();
 
   void build_units(std::vector<ShardedUnit> ranges);
   void add_parameters_of(int layer, Unit& unit, std::set<const void*>& seen);
@@ -225,6 +235,7 @@ class FullyShardedModule {
   std::vector<Unit> units_;
   engine::ShardLayout layout_;
   parallel::UnitGatherTracker tracker_;
+  compress::CompressionState codec_state_;  // qgZ keeps no residual; the codecs want a state
   // Full buffers of gathered units, and the reduce-scatters' padded send buffers (two idle kept:
   // a backward has about one in flight while the next unit computes), both sized to the largest unit.
   static constexpr int kIdleGradientBuffers = 2;

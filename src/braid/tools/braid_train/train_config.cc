@@ -224,16 +224,12 @@ void validate_zero(const TrainConfig& c) {
   };
   if (c.zero < 0 || c.zero > 3) bad("the stage must be 0, 1, 2 or 3");
   if (c.max_gathered_units < 1) bad(fmt::format("--max-gathered-units {}: must be >= 1", c.max_gathered_units));
-  // --zero-pp without stage 1 or 2, and hpz, are refused here (with stage 3 below).
-  if (c.zero != 3) parse_zero_pp(c.zero_pp, c.zero);
+  parse_zero_pp(c.zero_pp, c.zero);  // refuses --zero-pp without ZeRO, hpz, qgz-ef on stage 3
   if (c.zero == 0) return;
   if (c.zero == 3) {
     if (c.uses_mesh()) {
       bad("with --tp, --pp or --dropout (the mesh trainer) is not implemented yet; stage 3 runs on the data-parallel "
           "trainer");
-    }
-    if (!c.zero_pp.empty()) {
-      bad(fmt::format("with --zero-pp {}: ZeRO++ on stage 3 (qwZ/qgZ per unit, hpZ) is not implemented yet", c.zero_pp));
     }
     if (!c.checkpoint_dir.empty() || c.resumes()) {
       bad("with --checkpoint-dir or --resume: stage 3's sharded checkpoints are not implemented yet (stages 1 and 2 "

@@ -80,7 +80,7 @@ void Trainer::set_up() {
   if (!config_.trace_dir.empty()) {
     trace_ = std::make_unique<trace::TraceRecorder>(trace::TraceOptions{.rank = comm_.rank(), .output_dir = config_.trace_dir});
   }
-  ZeroPlusPlus zero_pp = config_.zero == 3 ? ZeroPlusPlus{} : parse_zero_pp(config_.zero_pp, config_.zero);
+  ZeroPlusPlus zero_pp = parse_zero_pp(config_.zero_pp, config_.zero);  // stage 3's: make_fully_sharded
   precision_ = plan_precision(config_);  // --precision: the wire's codecs (--zero-pp is refused with it)
   // --zero 3: the FullyShardedModule replaces DDP and steps its own shards (fully_sharded_training.h).
   if (config_.zero == 3) sharded_ = make_fully_sharded(comm_, config_, *model_);

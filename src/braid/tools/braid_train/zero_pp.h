@@ -15,8 +15,8 @@ struct ZeroPlusPlus {
 };
 
 // "" (nothing), or a comma list of qwz, qgz, qgz-ef (qgZ with error feedback). Throws
-// InvalidArgument naming the flag for an unknown part, for hpz (needs stage 3, not built yet),
-// and for any part with `zero_stage` 0 (ZeRO++ rides on ZeRO's collectives).
+// InvalidArgument naming the flag for an unknown part, for hpz (not built yet), for any part
+// with `zero_stage` 0 (ZeRO++ rides on ZeRO's collectives) and for qgz-ef with stage 3.
 ZeroPlusPlus parse_zero_pp(std::string_view text, int zero_stage);
 
 }  // namespace braid::train
