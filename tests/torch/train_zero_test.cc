@@ -189,8 +189,6 @@ TEST_F(ZeroTrainTest, WhatIsNotImplementedYetIsRefusedNamingTheFlags) {
   };
   for (const Case& c : {Case{{"--zero", "3", "--checkpoint-dir", path("ckpt")}, "--zero 3: with --checkpoint-dir or --resume"},
                         Case{plus(gpt, {"--zero", "2", "--pp", "2"}), "--zero 2: with --tp, --pp or --dropout"},
-                        Case{plus(gpt, {"--zero", "1", "--tp", "2", "--microbatches", "1", "--checkpoint-dir", path("ckpt")}),
-                             "mesh checkpoints of a sharded optimizer are not implemented yet"},
                         Case{{"--zero", "1", "--compress", "fp16"}, "--zero 1: with --compress fp16"},
                         Case{{"--zero", "4"}, "--zero 4: the stage must be 0, 1, 2 or 3"}}) {
     LaunchResult r = train(2, c.flags, 60);

@@ -9,6 +9,7 @@
 #include "braid/base/atomic_file.h"
 #include "braid/base/error.h"
 #include "braid/collectives/failure_agreement.h"
+#include "braid/torch/zero_checkpoint.h"
 
 namespace braid::train {
 namespace {
@@ -31,7 +32,11 @@ std::string MeshCheckpoint::shard_dir() const {
 void save_mesh_checkpoint(const MeshCheckpoint& c, const torch::TrainingPosition& position) {
   std::exception_ptr failure;
   try {
-    torch::save_checkpoint(c.data_parallel, c.shard_dir(), c.ddp, c.optimizer, position, c.fingerprint);
+    if (c.zero) {
+      torch::save_zero_checkpoint(c.data_parallel, c.shard_dir(), *c.zero, position, c.fingerprint);
+    } else {
+      torch::save_checkpoint(c.data_parallel, c.shard_dir(), c.ddp, c.optimizer, position, c.fingerprint);
+    }
   } catch (...) {
     failure = std::current_exception();
   }
@@ -52,7 +57,8 @@ std::optional<torch::TrainingPosition> load_mesh_checkpoint(const MeshCheckpoint
   std::optional<torch::TrainingPosition> position;
   std::exception_ptr failure;
   try {
-    position = torch::load_checkpoint(c.data_parallel, c.shard_dir(), c.ddp, c.optimizer, c.fingerprint);
+    position = c.zero ? torch::load_zero_checkpoint(c.data_parallel, c.shard_dir(), *c.zero, c.fingerprint)
+                      : torch::load_checkpoint(c.data_parallel, c.shard_dir(), c.ddp, c.optimizer, c.fingerprint);
     if (!position) {
       throw Corrupt({.rank = c.world.rank(), .op = "braid-train --resume"},
                     fmt::format("{} names a complete checkpoint, but {} is missing", c.manifest_path(), c.shard_dir()));

@@ -2,7 +2,9 @@
 // <dir>/mesh-pp<s>-tp<t>/, each written by its data-parallel group exactly as a data-parallel
 // checkpoint (torch/checkpoint.h: parameters, buffers, optimizer state, residuals, a CRC32C per
 // tensor), then <dir>/mesh.txt, the run's fingerprint, written by world rank 0 once every shard
-// is on disk: a manifest always names a complete set.
+// is on disk: a manifest always names a complete set. With --zero 1 (a ZeroOptimizer over the
+// group's DDP) each shard is the group's sharded ZeRO checkpoint instead (torch/zero_checkpoint.h:
+// a file per data-parallel rank and a manifest per shard directory).
 //
 // Loading reads the manifest on every rank (the same file, so every rank decides alike): none
 // means no checkpoint; another fingerprint (a different --tp, --pp, world, model size...) is
@@ -18,6 +20,7 @@
 #include "braid/comm/communicator.h"
 #include "braid/torch/checkpoint.h"
 #include "braid/torch/distributed_data_parallel.h"
+#include "braid/torch/zero_optimizer.h"
 
 namespace braid::train {
 
@@ -27,8 +30,9 @@ struct MeshCheckpoint {
   std::string dir;
   int stage = 0, tp_rank = 0;
   torch::DistributedDataParallel& ddp;
-  ::torch::optim::Optimizer& optimizer;
+  ::torch::optim::Optimizer& optimizer;  // with `zero`: its inner optimizer (unused here)
   std::string fingerprint;
+  torch::ZeroOptimizer* zero = nullptr;   // --zero 1: the shard is a sharded ZeRO checkpoint
 
   std::string manifest_path() const;
   std::string shard_dir() const;

@@ -207,7 +207,8 @@ void MeshTrainer::build_stage() {
 
 MeshCheckpoint MeshTrainer::checkpoint() {
   return {.world = world_, .data_parallel = mesh_->data_parallel(), .dir = config_.checkpoint_dir, .stage = stage_,
-          .tp_rank = tp_rank_, .ddp = *ddp_, .optimizer = *optimizer_, .fingerprint = config_.fingerprint(world_.size())};
+          .tp_rank = tp_rank_, .ddp = *ddp_, .optimizer = zero_ ? zero_->inner() : *optimizer_,
+          .fingerprint = config_.fingerprint(world_.size()), .zero = zero_.get()};
 }
 
 void MeshTrainer::save(const torch::TrainingPosition& position) {

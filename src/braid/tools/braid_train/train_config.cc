@@ -241,10 +241,6 @@ void validate_zero(const TrainConfig& c) {
         "reduced once after the last backward, so stage 2 would be stage 1; use --zero 1 (Megatron's distributed "
         "optimizer: the optimizer state of each stage and TP piece sharded over its data-parallel group)");
   }
-  if (c.uses_mesh() && (!c.checkpoint_dir.empty() || c.resumes())) {
-    bad("with --tp, --pp or --dropout and --checkpoint-dir or --resume: mesh checkpoints of a sharded optimizer are "
-        "not implemented yet");
-  }
   if (c.compress != "none") bad(fmt::format("with --compress {}: ZeRO reduce-scatters uncompressed gradients", c.compress));
 }
 
