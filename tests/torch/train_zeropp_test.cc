@@ -2,7 +2,7 @@
 // rank processes: qwZ, qgZ and both keep every replica identical (--check-replicas compares
 // every parameter after every step), train close to the fp32 ZeRO run, cut the bytes of the
 // part they compress by at least 3.5x (the run report's zero_wire), keep an exact fp32 master
-// only with qwZ; what is not built (hpz) or makes no sense (--zero 0) is refused naming the flag.
+// only with qwZ; hpZ on stage 3 bit for bit; what makes no sense (hpz without stage 3, --zero 0) is refused naming the flag.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -107,12 +107,45 @@ TEST_F(ZeroPlusPlusTrainTest, StageThreeGathersAndReducesEachUnitInInt8) {
   }
 }
 
+// hpZ on stage 3 (torch/secondary_partition.h), 4 ranks on 2 emulated hosts (BRAID_HOST_ID from
+// the rank): every backward allgather rebuilds its unit from the host-local copy the forward
+// left, over the host's 2 ranks only (host_allgathers = steps x units, half of all gathers).
+// The copy holds exactly the forward's fp32 values, so the run is plain stage 3's BIT FOR BIT;
+// the price is memory, n / k = 2 more shards of parameters per unit (3x the shards). On hosts of
+// unequal size (3 ranks: 2 + 1) hpZ is refused on every rank.
+TEST_F(ZeroPlusPlusTrainTest, StageThreeHpzKeepsTheBackwardGathersInsideEachHostBitForBit) {
+  auto run = [&](int ranks, std::vector<std::string> extra) {
+    std::vector<std::string> args = {"-c", "BRAID_HOST_ID=host$((BRAID_RANK / 2)) exec \"$0\" \"$@\"",
+                                     tool_path("braid-train"), "--model", "mlp", "--steps", "4", "--batch", "24",
+                                     "--train-samples", "240", "--lr", "0.1", "--zero", "3", "--check-replicas",
+                                     "--quiet", "--test-samples", "50"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return launch({.ranks = ranks, .program = "/bin/sh", .args = args, .env = {{"BRAID_TIMEOUT", "60"}},
+                   .timeout_seconds = 120});
+  };
+  expect_success(run(4, {"--json", path("plain.json")}));
+  expect_success(run(4, {"--zero-pp", "hpz", "--json", path("hpz.json")}));
+  EXPECT_EQ(json("hpz.json")["parameter_digest"], json("plain.json")["parameter_digest"]);
+  EXPECT_EQ(json("hpz.json")["step_losses"], json("plain.json")["step_losses"]);
+  nlohmann::json g = json("hpz.json")["gathers"];
+  EXPECT_EQ(g["host_allgathers"].get<int>(), 4 * g["units"].get<int>());
+  EXPECT_EQ(g["allgathers"].get<int>(), 2 * g["host_allgathers"].get<int>());
+  EXPECT_EQ(json("plain.json")["gathers"]["host_allgathers"].get<int>(), 0);
+  EXPECT_EQ(state("hpz.json", "parameters"), 3 * state("plain.json", "parameters"));
+  EXPECT_LT(json("hpz.json")["epochs"].back()["wire_bytes"].get<double>(),
+            json("plain.json")["epochs"].back()["wire_bytes"].get<double>());
+  LaunchResult uneven = run(3, {"--zero-pp", "hpz"});
+  EXPECT_FALSE(uneven.timed_out);
+  EXPECT_NE(uneven.exit_code, 0);
+  EXPECT_EQ(uneven.count("every host must hold the same number of ranks"), 3) << uneven.output;
+}
+
 TEST_F(ZeroPlusPlusTrainTest, HpzUnknownPartsAndZeroZeroAreRefusedNamingTheFlag) {
   struct Case {
     std::vector<std::string> flags;
     std::string message;
   };
-  for (const Case& c : {Case{{"--zero", "1", "--zero-pp", "hpz"}, "--zero-pp hpz: hpz (a secondary partition of stage 3's parameters"},
+  for (const Case& c : {Case{{"--zero", "1", "--zero-pp", "hpz"}, "--zero-pp hpz: hpz (a secondary partition of stage 3's parameters inside each host) needs --zero 3"},
                         Case{{"--zero-pp", "qwz,qgz"}, "--zero-pp qwz,qgz: needs --zero 1, 2 or 3"},
                         Case{{"--zero", "2", "--zero-pp", "qwz,int4"}, "unknown part 'int4'"}}) {
     LaunchResult r = train(2, c.flags, 60);

@@ -212,7 +212,13 @@ void FullyShardedModule::set_compressed_wire() {
       if (codec == CodecId::kNone) return s * static_cast<std::int64_t>(sizeof(float));
       return static_cast<std::int64_t>(compress::quantized_allgather_payload_bytes(s, 0, codec));
     };
-    tracker_.set_wire_payload(u, payload(options_.weight_codec), payload(options_.gradient_codec));
+    gather_payload_.push_back(payload(options_.weight_codec));
+    tracker_.set_wire_payload(u, gather_payload_.back(), payload(options_.gradient_codec));
+  }
+  if (options_.hierarchical_partition) {
+    std::vector<std::int64_t> elements;
+    for (const Unit& unit : units_) elements.push_back(unit.elements);
+    secondary_.emplace(comm_, elements);
   }
 }
 
@@ -253,14 +259,23 @@ void FullyShardedModule::check_not_summoned(const char* op) const {
 }
 
 void FullyShardedModule::ensure_gathered(int u, int direction) {
-  if (tracker_.demand(u)) issue_gather(u);
-  for (int v : tracker_.prefetch_after(u, direction)) issue_gather(v);
+  if (tracker_.demand(u)) issue_gather(u, direction);
+  for (int v : tracker_.prefetch_after(u, direction)) issue_gather(v, direction);
   wait_gather(u);
 }
 
-void FullyShardedModule::issue_gather(int u) {
+void FullyShardedModule::issue_gather(int u, int direction) {
   Unit& unit = units_[static_cast<std::size_t>(u)];
   parameter_pool_.fill(unit.full);
+  unit.host_gather = secondary_ && direction < 0 && secondary_->holds(u);
+  if (unit.host_gather) {  // hpZ: the forward's values, rebuilt inside the host
+    unit.gather = secondary_->gather(u, unit.full.data_ptr<float>());
+    auto peers = static_cast<std::uint64_t>(comm_.size() - 1), host_peers = static_cast<std::uint64_t>(secondary_->ranks_per_host() - 1);
+    wire_saved_ += peers * static_cast<std::uint64_t>(gather_payload_[static_cast<std::size_t>(u)]) -
+                   host_peers * static_cast<std::uint64_t>(secondary_->slice_bytes(u));
+    ++host_allgathers_;
+    return;
+  }
   if (options_.weight_codec != compress::CodecId::kNone) {  // qwZ: every rank decodes its own shard too
     unit.gather = compress::iquantized_allgather(comm_, unit.shard.data_ptr<float>(), unit.shard_elements,
                                                  unit.full.data_ptr<float>(),
@@ -284,6 +299,7 @@ void FullyShardedModule::wait_gather(int u) {
   unit.gather.reset();
   timed_wait(*work);
   tracker_.gathered(u);
+  if (secondary_ && !unit.host_gather) secondary_->keep(u, unit.full.data_ptr<float>());
 }
 
 void FullyShardedModule::release(int u) {
@@ -425,10 +441,11 @@ FullyShardedStepStats FullyShardedModule::synchronize() {
   settle_unused();
   end_backward();
   if (options_.broadcast_buffers) broadcast_buffers();
-  FullyShardedStepStats stats{.wire_bytes = counters().wire_bytes - wire_at_last_sync_,
+  std::uint64_t wire = counters().wire_bytes - wire_saved_;  // hpZ's host gathers counted at their own size
+  FullyShardedStepStats stats{.wire_bytes = wire - wire_at_last_sync_,
                               .dense_wire_bytes = dense_per_step_,
                               .seconds_waiting = seconds_waiting_};
-  wire_at_last_sync_ = counters().wire_bytes;
+  wire_at_last_sync_ = wire;
   seconds_waiting_ = 0;
   return stats;
 }
@@ -461,7 +478,10 @@ double FullyShardedModule::clip_grad_norm(double max_norm) {
   return norm;
 }
 
-void FullyShardedModule::step() { inner_->step(); }
+void FullyShardedModule::step() {
+  inner_->step();
+  if (secondary_) secondary_->invalidate();  // the host copies hold the old values until the next forward
+}
 
 FullyShardedModule::FullParameters::FullParameters(FullyShardedModule& module) : module_(module) {
   module_.check_not_summoned("FullyShardedModule::FullParameters");
@@ -503,6 +523,7 @@ ModelStateBytes FullyShardedModule::model_state_bytes() {
     bytes.gradients += tensor_bytes(unit.shard.grad());
   }
   for (const Param& p : params_) bytes.gradients += tensor_bytes(p.tensor.grad());
+  if (secondary_) bytes.parameters += secondary_->bytes();  // hpZ's host copy: n / k shards per unit
   bytes.optimizer_state = optimizer_state_bytes(*inner_);
   return bytes;
 }

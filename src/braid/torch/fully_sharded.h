@@ -84,6 +84,7 @@
 #include "braid/engine/shard_layout.h"
 #include "braid/parallel/unit_gather_tracker.h"
 #include "braid/torch/model_state_bytes.h"
+#include "braid/torch/secondary_partition.h"
 #include "braid/torch/storage_pool.h"
 #include "braid/torch/zero_optimizer.h"  // OptimizerFactory
 
@@ -111,6 +112,9 @@ struct FullyShardedOptions {
   // export see the master values).
   compress::CodecId weight_codec = compress::CodecId::kNone;
   compress::CodecId gradient_codec = compress::CodecId::kNone;
+  // ZeRO++ hpZ (secondary_partition.h): each unit's backward allgather rebuilds it from a host-local
+  // copy the forward left, over the host's ranks only. Costs n / k shards of memory per unit.
+  bool hierarchical_partition = false;
 };
 
 // One step's traffic, for the run report.
@@ -178,6 +182,8 @@ class FullyShardedModule {
   // What the storage pools hold (idle and lent buffers): communication buffers, bounded by
   // (max_gathered_units + 2 + reduce-scatters in flight) x the largest unit.
   std::int64_t pool_bytes() const { return parameter_pool_.held_bytes() + gradient_pool_.held_bytes(); }
+  // hpZ: the backward allgathers that stayed inside the host (0 without hpZ).
+  std::int64_t host_allgathers() const { return host_allgathers_; }
   const ::torch::Tensor& shard(int u) const { return units_.at(static_cast<std::size_t>(u)).shard; }
   std::int64_t parameter_count() const;
   const engine::ShardLayout& layout() const { return layout_; }
@@ -203,6 +209,7 @@ class FullyShardedModule {
     bool backward_done = false;
     ::torch::Tensor flat_grad;  // the reduce-scatter's send buffer while it runs
     std::optional<Work> reduce;
+    bool host_gather = false;   // hpZ: the gather in flight rebuilds from the host's slices
   };
   void set_compressed_wire();
 
@@ -214,7 +221,7 @@ class FullyShardedModule {
   void hook_accumulators();
   void check_not_summoned(const char* op) const;
   void ensure_gathered(int u, int direction);
-  void issue_gather(int u);
+  void issue_gather(int u, int direction);
   void wait_gather(int u);
   void release(int u);
   void before_backward(int u);
@@ -235,6 +242,10 @@ class FullyShardedModule {
   std::vector<Unit> units_;
   engine::ShardLayout layout_;
   parallel::UnitGatherTracker tracker_;
+  std::optional<SecondaryPartition> secondary_;  // hpZ
+  std::vector<std::int64_t> gather_payload_;     // per unit: bytes per peer of a global allgather
+  std::uint64_t wire_saved_ = 0;                 // hpZ: global allgather bytes its host gathers did not send
+  std::int64_t host_allgathers_ = 0;
   compress::CompressionState codec_state_;  // qgZ keeps no residual; the codecs want a state
   // Full buffers of gathered units, and the reduce-scatters' padded send buffers (two idle kept:
   // a backward has about one in flight while the next unit computes), both sized to the largest unit.

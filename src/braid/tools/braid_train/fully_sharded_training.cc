@@ -14,7 +14,8 @@ std::unique_ptr<torch::FullyShardedModule> make_fully_sharded(Communicator& comm
       [&config](std::vector<::torch::Tensor> shards) { return make_optimizer(config, std::move(shards)); },
       torch::FullyShardedOptions{.max_gathered_units = config.max_gathered_units,
                                  .weight_codec = zero_pp.qwz ? compress::CodecId::kInt8 : compress::CodecId::kNone,
-                                 .gradient_codec = zero_pp.qgz ? compress::CodecId::kInt8 : compress::CodecId::kNone});
+                                 .gradient_codec = zero_pp.qgz ? compress::CodecId::kInt8 : compress::CodecId::kNone,
+                                 .hierarchical_partition = zero_pp.hpz});
 }
 
 GradSyncStats stage3_stats(const torch::FullyShardedStepStats& step) {
@@ -29,7 +30,8 @@ RunSummary::Gathers gather_report(torch::FullyShardedModule& module) {
   const parallel::GatherCounters& c = module.counters();
   RunSummary::Gathers g{.units = module.unit_count(), .cap = module.max_gathered_units(), .max_gathered = c.max_gathered,
                         .peak_gathered_bytes = c.peak_gathered_bytes, .allgathers = c.allgathers,
-                        .reduce_scatters = c.reduce_scatters, .pool_bytes = module.pool_bytes()};
+                        .reduce_scatters = c.reduce_scatters, .pool_bytes = module.pool_bytes(),
+                        .host_allgathers = module.host_allgathers()};
   for (int u = 0; u < module.unit_count(); ++u) g.storage_bytes_after_step += module.unit_storage_bytes(u);
   return g;
 }

@@ -142,7 +142,7 @@ TEST(TrainConfig, ZeroFingerprintLeavesOutTheWorldSizeOnly) {
 }
 
 // --zero-pp: qwz, qgz (qgz-ef with error feedback), alone or together, with --zero 1 or 2;
-// hpz (needs stage 3), unknown parts and --zero 0 refused naming the flag.
+// hpz without stage 3, unknown parts and --zero 0 refused naming the flag.
 TEST(TrainConfig, ZeroPlusPlusPartsAndWhatTheyRefuse) {
   EXPECT_EQ(error_of(parse({"--zero", "3", "--zero-pp", "qwz,qgz"}), 4), "");
   for (const char* stage : {"1", "2"}) {
@@ -161,8 +161,8 @@ TEST(TrainConfig, ZeroPlusPlusPartsAndWhatTheyRefuse) {
   };
   refused({"--zero-pp", "qwz"}, "--zero-pp qwz: needs --zero 1, 2 or 3");
   refused({"--zero", "3", "--zero-pp", "qgz-ef"}, "qgz-ef with --zero 3: stage 3 keeps no full-size residual");
-  refused({"--zero", "1", "--zero-pp", "hpz"}, "hpz (a secondary partition of stage 3's parameters inside each host) is not built yet");
-  refused({"--zero", "3", "--zero-pp", "qwz,hpz"}, "is not built yet");
+  refused({"--zero", "1", "--zero-pp", "hpz"}, "hpz (a secondary partition of stage 3's parameters inside each host) needs --zero 3");
+  EXPECT_EQ(error_of(parse({"--zero", "3", "--zero-pp", "qwz,qgz,hpz"}), 4), "");
   refused({"--zero", "1", "--zero-pp", "qwz,int4"}, "unknown part 'int4'");
   refused({"--zero", "1", "--zero-pp", "qwz,"}, "unknown part ''");
 }

@@ -127,7 +127,8 @@ nlohmann::json to_json(const RunSummary& s, const TrainConfig& c) {
     report["gathers"] = {{"units", g.units}, {"max_gathered_units", g.cap}, {"max_gathered", g.max_gathered},
                          {"peak_gathered_bytes", g.peak_gathered_bytes}, {"allgathers", g.allgathers},
                          {"reduce_scatters", g.reduce_scatters},
-                         {"storage_bytes_after_step", g.storage_bytes_after_step}, {"pool_bytes", g.pool_bytes}};
+                         {"storage_bytes_after_step", g.storage_bytes_after_step}, {"pool_bytes", g.pool_bytes},
+                         {"host_allgathers", g.host_allgathers}};
   }
   return report;
 }

@@ -87,6 +87,7 @@ struct RunSummary {
     std::int64_t peak_gathered_bytes = 0, allgathers = 0, reduce_scatters = 0;
     std::int64_t storage_bytes_after_step = 0;
     std::int64_t pool_bytes = 0;  // the storage pools' buffers (communication memory, not model states)
+    std::int64_t host_allgathers = 0;  // hpZ: backward gathers that stayed inside the host
   };
   std::optional<Gathers> gathers;
 };

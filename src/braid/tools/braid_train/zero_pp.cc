@@ -24,15 +24,18 @@ ZeroPlusPlus parse_zero_pp(std::string_view text, int zero_stage) {
       parts.qgz = true;
       parts.qgz_error_feedback = parts.qgz_error_feedback || part == "qgz-ef";
     } else if (part == "hpz") {
-      bad("hpz (a secondary partition of stage 3's parameters inside each host) is not built yet");
+      parts.hpz = true;
     } else {
-      bad(fmt::format("unknown part '{}' (expected a comma list of qwz, qgz, qgz-ef)", part));
+      bad(fmt::format("unknown part '{}' (expected a comma list of qwz, qgz, qgz-ef, hpz)", part));
     }
   }
   if (parts.any() && zero_stage < 1) {
     bad(fmt::format("needs --zero 1, 2 or 3 (ZeRO++ compresses ZeRO's allgather and reduce-scatter); the run has "
                     "--zero {}",
                     zero_stage));
+  }
+  if (parts.hpz && zero_stage != 3) {
+    bad("hpz (a secondary partition of stage 3's parameters inside each host) needs --zero 3");
   }
   if (parts.qgz_error_feedback && zero_stage == 3) {
     bad("qgz-ef with --zero 3: stage 3 keeps no full-size residual (use qgz)");
