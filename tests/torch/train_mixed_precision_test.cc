@@ -38,7 +38,7 @@ class MixedPrecisionTest : public TrainTest {
 // step 4 would differ: the 4-step runs with and without a skipped step 3 are checked to differ
 // from each other only by that step).
 TEST_F(MixedPrecisionTest, Fp16InjectedOverflowSkipsTheStepOnEveryRankAlike) {
-  for (const char* zero : {"0", "2"}) {
+  for (const char* zero : {"0", "2", "3"}) {
     std::vector<std::string> fp16 = plus(mlp_, {"--precision", "fp16", "--zero", zero});
     std::string tag = fmt::format("zero{}", zero);
     LaunchResult injected = train(3, plus(fp16, {"--steps", "3", "--inject-overflow", "3", "--json",
@@ -65,7 +65,7 @@ TEST_F(MixedPrecisionTest, Fp16InjectedOverflowSkipsTheStepOnEveryRankAlike) {
 // are not counted as wire). bf16 also computes the forward in bf16 (autocast: 8 significant
 // bits per matmul input, ~0.4% per product): within 3% of fp32 (measured 0.5%).
 TEST_F(MixedPrecisionTest, HalfPrecisionsTrainLikeFp32OnHalfTheWire) {
-  for (const char* zero : {"0", "2"}) {
+  for (const char* zero : {"0", "2", "3"}) {
     std::vector<std::string> common = plus(mlp_, {"--steps", "20", "--zero", zero});
     std::string tag = fmt::format("zero{}", zero);
     expect_success(train(2, plus(common, {"--json", path(tag + "-fp32.json")})));

@@ -18,6 +18,7 @@
 #include "braid/compress/compressed_call.h"
 #include "braid/compress/compressed_reduce_scatter.h"
 #include "braid/compress/quantized_allgather.h"
+#include "braid/parallel/loss_scaler.h"
 #include "braid/torch/model_agreement.h"
 #include "braid/torch/tensor_dtype.h"
 
@@ -476,6 +477,18 @@ double FullyShardedModule::clip_grad_norm(double max_norm) {
     for (Unit& unit : units_) unit.shard.mutable_grad().mul_(scale);
   }
   return norm;
+}
+
+bool FullyShardedModule::unscale_gradients(double scale) {
+  ::torch::NoGradGuard no_grad;
+  bool overflow = false;
+  for (Unit& unit : units_) {
+    if (!unit.shard.grad().defined()) continue;
+    unit.shard.mutable_grad().mul_(1.0 / scale);
+    const ::torch::Tensor& g = unit.shard.grad();
+    overflow = overflow || !parallel::all_finite({g.data_ptr<float>(), static_cast<std::size_t>(g.numel())});
+  }
+  return parallel::agree_on_overflow(comm_, overflow);
 }
 
 void FullyShardedModule::step() {

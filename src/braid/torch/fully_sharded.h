@@ -154,6 +154,11 @@ class FullyShardedModule {
   double clip_grad_norm(double max_norm);
   // The inner optimizer's step over this rank's shards. REQUIRES: as clip_grad_norm.
   void step();
+  // Mixed precision under a loss scale (parallel/loss_scaler.h): divides this step's shard
+  // gradients by `scale` and returns whether any rank found a non-finite element in its shards,
+  // the agreed overflow decision (one allreduce). REQUIRES: synchronize() of this step returned;
+  // before clip_grad_norm() and step(). After an overflow the caller skips step(). Collective.
+  bool unscale_gradients(double scale);
 
   // RAII: every unit gathered for the scope's life (evaluation, a digest, export), outside the cap
   // and the counters. Collective. REQUIRES: not inside forward/backward; forward() is refused inside.

@@ -1,6 +1,7 @@
 #include "braid/tools/braid_train/fully_sharded_training.h"
 
 #include "braid/tools/braid_train/training_common.h"
+#include "braid/tools/braid_train/mixed_precision_training.h"
 #include "braid/tools/braid_train/zero_pp.h"
 
 namespace braid::train {
@@ -9,12 +10,15 @@ std::unique_ptr<torch::FullyShardedModule> make_fully_sharded(Communicator& comm
                                                               TrainModel& model) {
   ::torch::nn::Sequential layers = model.layers();
   ZeroPlusPlus zero_pp = parse_zero_pp(config.zero_pp, 3);  // qwZ and qgZ per unit
+  // --precision bf16|fp16 (refused with --zero-pp): both collectives of every unit in 16 bits,
+  // gathered from the exact fp32 shards.
+  compress::CodecId wire = plan_precision(config).wire;
   return std::make_unique<torch::FullyShardedModule>(
       comm, layers, torch::units_of_layers_with_parameters(layers),
       [&config](std::vector<::torch::Tensor> shards) { return make_optimizer(config, std::move(shards)); },
       torch::FullyShardedOptions{.max_gathered_units = config.max_gathered_units,
-                                 .weight_codec = zero_pp.qwz ? compress::CodecId::kInt8 : compress::CodecId::kNone,
-                                 .gradient_codec = zero_pp.qgz ? compress::CodecId::kInt8 : compress::CodecId::kNone,
+                                 .weight_codec = zero_pp.qwz ? compress::CodecId::kInt8 : wire,
+                                 .gradient_codec = zero_pp.qgz ? compress::CodecId::kInt8 : wire,
                                  .hierarchical_partition = zero_pp.hpz});
 }
 

@@ -268,7 +268,6 @@ void validate_precision(const TrainConfig& c) {
   if (c.uses_mesh()) bad("with --tp, --pp or --dropout (the mesh trainer) is not implemented yet");
   if (!c.zero_pp.empty()) bad(fmt::format("with --zero-pp {}: both set the wire's dtypes; choose one", c.zero_pp));
   if (c.compress != "none") bad(fmt::format("with --compress {}: --precision sets the gradients' wire dtype", c.compress));
-  if (c.zero == 3) bad("with --zero 3 is not implemented yet");
 }
 
 }  // namespace

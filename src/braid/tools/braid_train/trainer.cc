@@ -208,7 +208,9 @@ double Trainer::train_step(std::span<const std::int64_t> indices, EpochFigures& 
 bool Trainer::update() {
   if (precision_.scaler) {
     double scale = precision_.scaler->scale();
-    bool overflow = zero_ ? zero_->unscale_gradients(scale) : torch::unscale_gradients(model_->parameters(), scale, comm_);
+    bool overflow = sharded_ ? sharded_->unscale_gradients(scale)
+                    : zero_  ? zero_->unscale_gradients(scale)
+                             : torch::unscale_gradients(model_->parameters(), scale, comm_);
     if (!precision_.scaler->update(overflow)) {
       if (zero_) zero_->skip_step();
       skipped_steps_.push_back(step_ + 1);
