@@ -18,7 +18,7 @@
 #include "braid/compress/compressed_call.h"
 #include "braid/compress/compressed_reduce_scatter.h"
 #include "braid/compress/quantized_allgather.h"
-#include "braid/parallel/loss_scaler.h"
+#include "braid/torch/mixed_precision.h"
 #include "braid/torch/model_agreement.h"
 #include "braid/torch/tensor_dtype.h"
 
@@ -480,15 +480,9 @@ double FullyShardedModule::clip_grad_norm(double max_norm) {
 }
 
 bool FullyShardedModule::unscale_gradients(double scale) {
-  ::torch::NoGradGuard no_grad;
-  bool overflow = false;
-  for (Unit& unit : units_) {
-    if (!unit.shard.grad().defined()) continue;
-    unit.shard.mutable_grad().mul_(1.0 / scale);
-    const ::torch::Tensor& g = unit.shard.grad();
-    overflow = overflow || !parallel::all_finite({g.data_ptr<float>(), static_cast<std::size_t>(g.numel())});
-  }
-  return parallel::agree_on_overflow(comm_, overflow);
+  std::vector<::torch::Tensor> shards;
+  for (const Unit& unit : units_) shards.push_back(unit.shard.grad());
+  return torch::unscale_gradients(shards, scale, comm_);
 }
 
 void FullyShardedModule::step() {

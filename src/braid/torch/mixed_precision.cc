@@ -24,16 +24,22 @@ std::string to_string(Precision precision) {
   return "?";
 }
 
-bool unscale_gradients(const std::vector<::torch::Tensor>& params, double scale, Communicator& group) {
+bool unscale_gradients(const std::vector<::torch::Tensor>& gradients, double scale, Communicator& group) {
   ::torch::NoGradGuard no_grad;
   bool overflow = false;
-  for (const ::torch::Tensor& p : params) {
-    if (!p.grad().defined()) continue;
-    p.grad().mul_(1.0 / scale);
-    const ::torch::Tensor g = p.grad().contiguous();
-    overflow = overflow || !parallel::all_finite({g.data_ptr<float>(), static_cast<std::size_t>(g.numel())});
+  for (const ::torch::Tensor& g : gradients) {
+    if (!g.defined()) continue;
+    ::torch::Tensor grad = g;  // a handle on the same tensor: mul_ writes through
+    grad.mul_(1.0 / scale);
+    overflow = overflow || !parallel::all_finite({grad.data_ptr<float>(), static_cast<std::size_t>(grad.numel())});
   }
   return parallel::agree_on_overflow(group, overflow);
+}
+
+std::vector<::torch::Tensor> gradients_of(const std::vector<::torch::Tensor>& params) {
+  std::vector<::torch::Tensor> gradients;
+  for (const ::torch::Tensor& p : params) gradients.push_back(p.grad());
+  return gradients;
 }
 
 AutocastScope::AutocastScope(Precision precision) {

@@ -36,10 +36,13 @@ enum class Precision { kFp32, kBf16, kFp16 };
 Precision parse_precision(const std::string& name);
 std::string to_string(Precision precision);
 
-// DDP's side of a loss-scaled step (ZeroOptimizer::unscale_gradients is ZeRO's): divides every
-// parameter's (averaged) gradient by `scale` and returns whether any rank of `group` found a
-// non-finite one. Collective over `group`.
-bool unscale_gradients(const std::vector<::torch::Tensor>& params, double scale, Communicator& group);
+// A loss-scaled step's check: divides every defined tensor of `gradients` (dense, contiguous
+// fp32: DDP's averaged .grad, or ZeRO's shards) by `scale` in place and returns whether any rank
+// of `group` found a non-finite element, the agreed overflow decision (one allreduce).
+// Collective over `group`.
+bool unscale_gradients(const std::vector<::torch::Tensor>& gradients, double scale, Communicator& group);
+// The gradients of `params` (undefined ones included), for the call above.
+std::vector<::torch::Tensor> gradients_of(const std::vector<::torch::Tensor>& params);
 
 class AutocastScope {
  public:

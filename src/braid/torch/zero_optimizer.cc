@@ -10,7 +10,7 @@
 #include "braid/base/error.h"
 #include "braid/collectives/async_collectives.h"
 #include "braid/collectives/collectives.h"
-#include "braid/parallel/loss_scaler.h"
+#include "braid/torch/mixed_precision.h"
 #include "braid/compress/quantized_allgather.h"
 
 namespace braid::torch {
@@ -103,15 +103,9 @@ void ZeroOptimizer::load_gradients() {
 
 bool ZeroOptimizer::unscale_gradients(double scale, Communicator* group) {
   load_gradients();
-  ::torch::NoGradGuard no_grad;
-  bool overflow = false;
-  for (Shard& s : shards_) {
-    if (!s.owned.grad().defined()) continue;
-    s.owned.mutable_grad().mul_(1.0 / scale);
-    const ::torch::Tensor& g = s.owned.grad();
-    overflow = overflow || !parallel::all_finite({g.data_ptr<float>(), static_cast<std::size_t>(g.numel())});
-  }
-  return parallel::agree_on_overflow(group ? *group : ddp_.communicator(), overflow);
+  std::vector<::torch::Tensor> shards;
+  for (const Shard& s : shards_) shards.push_back(s.owned.grad());
+  return torch::unscale_gradients(shards, scale, group ? *group : ddp_.communicator());
 }
 
 void ZeroOptimizer::step() {

@@ -210,7 +210,7 @@ bool Trainer::update() {
     double scale = precision_.scaler->scale();
     bool overflow = sharded_ ? sharded_->unscale_gradients(scale)
                     : zero_  ? zero_->unscale_gradients(scale)
-                             : torch::unscale_gradients(model_->parameters(), scale, comm_);
+                             : torch::unscale_gradients(torch::gradients_of(model_->parameters()), scale, comm_);
     if (!precision_.scaler->update(overflow)) {
       if (zero_) zero_->skip_step();
       skipped_steps_.push_back(step_ + 1);
