@@ -89,6 +89,12 @@ class TrainTest : public ::testing::Test {
 // the two damages of the checkpoint tests (a flipped bit, a 4 KiB overwrite in the middle).
 void damage(const std::string& file, std::uintmax_t offset, std::size_t count, std::uint8_t mask);
 
+// The command line `a` followed by `b`.
+inline std::vector<std::string> plus(std::vector<std::string> a, const std::vector<std::string>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
 // Parameters of an exported model (--export), flattened in registration order (train_fixture.cc).
 std::vector<float> exported_parameters(const std::string& model, const std::string& file);
 

@@ -269,16 +269,11 @@ TEST_F(MeshTrainTest, AResumedZeroOneMeshRunMatchesTheUninterruptedOneBitForBit)
     std::vector<std::string> common = {"--model", "gpt", "--batch", "8", "--train-samples", "64", "--context", "32",
                                        axis, "2", "--microbatches", "2", "--dropout", "0.1", "--optimizer", "adam",
                                        "--zero", "1"};
-    auto with = [&](std::vector<std::string> extra) {
-      std::vector<std::string> args = common;
-      args.insert(args.end(), extra.begin(), extra.end());
-      return args;
-    };
     std::string tag = std::string(axis).substr(2);
-    expect_success(train(4, with({"--steps", "6", "--json", path(tag + "-whole.json")})));
-    expect_success(train(4, with({"--steps", "3", "--checkpoint-dir", path(tag + "-ckpt")})));
-    expect_success(train(4, with({"--steps", "6", "--checkpoint-dir", path(tag + "-ckpt"), "--resume", "--json",
-                                  path(tag + "-resumed.json")})));
+    expect_success(train(4, plus(common, {"--steps", "6", "--json", path(tag + "-whole.json")})));
+    expect_success(train(4, plus(common, {"--steps", "3", "--checkpoint-dir", path(tag + "-ckpt")})));
+    expect_success(train(4, plus(common, {"--steps", "6", "--checkpoint-dir", path(tag + "-ckpt"), "--resume",
+                                          "--json", path(tag + "-resumed.json")})));
     EXPECT_EQ(json(tag + "-resumed.json")["parameter_digest"], json(tag + "-whole.json")["parameter_digest"]) << axis;
     EXPECT_TRUE(json(tag + "-resumed.json")["resumed"].get<bool>()) << axis;
   }

@@ -17,11 +17,6 @@
 namespace braid::testing {
 namespace {
 
-std::vector<std::string> plus(std::vector<std::string> a, const std::vector<std::string>& b) {
-  a.insert(a.end(), b.begin(), b.end());
-  return a;
-}
-
 class MixedPrecisionTest : public TrainTest {
  protected:
   const std::vector<std::string> mlp_ = {"--model", "mlp", "--batch", "48", "--train-samples", "960", "--lr", "0.05",

@@ -23,11 +23,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::vector<std::string> plus(std::vector<std::string> a, const std::vector<std::string>& b) {
-  a.insert(a.end(), b.begin(), b.end());
-  return a;
-}
-
 // How far a resumed run at another world size may drift from the uninterrupted one, and why.
 // The checkpoint itself loads exactly (every element of the parameters and of the optimizer
 // state lands where it was: ReshardAnyWorldToAnyWorld below checks it bit for bit); what differs

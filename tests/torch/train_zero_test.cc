@@ -183,10 +183,6 @@ TEST_F(ZeroTrainTest, WhatIsNotImplementedYetIsRefusedNamingTheFlags) {
     std::string message;
   };
   std::vector<std::string> gpt = {"--model", "gpt", "--context", "16", "--batch", "8", "--steps", "1"};
-  auto plus = [](std::vector<std::string> a, const std::vector<std::string>& b) {
-    a.insert(a.end(), b.begin(), b.end());
-    return a;
-  };
   for (const Case& c : {Case{{"--zero", "3", "--checkpoint-dir", path("ckpt")}, "--zero 3: with --checkpoint-dir or --resume"},
                         Case{plus(gpt, {"--zero", "2", "--pp", "2"}), "--zero 2: with --tp, --pp or --dropout"},
                         Case{{"--zero", "1", "--compress", "fp16"}, "--zero 1: with --compress fp16"},
