@@ -265,7 +265,6 @@ void validate_precision(const TrainConfig& c) {
   }
   if (c.inject_overflow > 0 && !fp16) bad("--inject-overflow tests the loss scale of --precision fp16");
   if (c.precision == "fp32") return;
-  if (c.uses_mesh()) bad("with --tp, --pp or --dropout (the mesh trainer) is not implemented yet");
   if (!c.zero_pp.empty()) bad(fmt::format("with --zero-pp {}: both set the wire's dtypes; choose one", c.zero_pp));
   if (c.compress != "none") bad(fmt::format("with --compress {}: --precision sets the gradients' wire dtype", c.compress));
 }
