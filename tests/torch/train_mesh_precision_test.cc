@@ -2,8 +2,9 @@
 // mixed_precision_training.h) through real rank processes (braid-run): an fp16 overflow on one
 // rank skips the step on every stage, TP rank and replica; bf16 and fp16 train like fp32 with
 // the data-parallel wire halved, bf16's TP collectives in 16 bits, the pipeline's activations
-// exact fp32; fp16 clips the unscaled gradients. Every run passes --check-replicas: after each
-// epoch every rank holds the whole model (each stage's, TP piece's) and all must be identical.
+// exact fp32; fp16 clips the unscaled gradients; a bf16 ZeRO-1 run resumes bit for bit. Every
+// run passes --check-replicas: after each epoch every rank holds the whole model (each stage's,
+// TP piece's) and all must be identical.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -145,6 +146,22 @@ TEST_F(MeshPrecisionTest, Fp16ClipsTheUnscaledGradients) {
   }
   std::vector<double> free = step_losses("free.json"), clipped = step_losses("tp2-fp32.json");
   EXPECT_GT(std::abs(free.back() - clipped.back()), 1e-3 * free.back()) << "the norm never reached 0.2";
+}
+
+// A bf16 mesh run with ZeRO-1 (dp 2 x tp 2) checkpointed at step 2 and resumed to step 4 ends
+// with the uninterrupted run's parameters bit for bit: each (stage, TP rank) shard's ZeRO
+// checkpoint holds the exact fp32 master shards the 16-bit allgather is made from, and the
+// fingerprint carries the precision. (fp16's loss scale is not checkpointed: docs/training.md
+// "Not yet".)
+TEST_F(MeshPrecisionTest, AResumedBf16ZeroOneMeshRunMatchesTheUninterruptedOneBitForBit) {
+  std::vector<std::string> bf16 = {"--tp", "2", "--zero", "1", "--precision", "bf16"};
+  run(4, "whole.json", plus(bf16, {"--steps", "4"}));
+  std::vector<std::string> saved = plus(bf16, {"--checkpoint-dir", path("ckpt"), "--checkpoint-every", "2"});
+  run(4, "first.json", plus(saved, {"--steps", "2"}));
+  run(4, "resumed.json", plus(saved, {"--steps", "4", "--resume"}));
+  EXPECT_TRUE(json("resumed.json")["resumed"].get<bool>());
+  EXPECT_EQ(digest("resumed.json"), digest("whole.json"));
+  EXPECT_NE(digest("first.json"), digest("whole.json"));
 }
 
 }  // namespace
