@@ -41,7 +41,8 @@ class MeshPrecisionTest : public TrainTest {
 };
 
 // fp16 at --inject-overflow 3: the world's last rank (the last replica's last stage, and with
-// --tp its TP rank 1) makes its first gradient element inf. Only it and its data-parallel peer
+// --tp its TP rank 1) makes its first gradient element inf (after the pipeline's backward, so
+// under zb1's autograd::grad weight pass too). Only it and its data-parallel peer
 // see the inf (with ZeRO only the one whose shard holds it); the other stages and TP ranks
 // compute finite gradients. The overflow is agreed over the whole job, so every rank skips:
 // the skip is announced once, the scale halves, and the 3-step run's whole model (gathered
@@ -49,21 +50,24 @@ class MeshPrecisionTest : public TrainTest {
 // the other replica identical. Agreeing over the data-parallel group only would let the other
 // stages or TP ranks step, and the digests would differ.
 TEST_F(MeshPrecisionTest, AnOverflowOnOneRankSkipsTheStepOnEveryRankOfTheMesh) {
-  for (const std::vector<std::string>& layout : {std::vector<std::string>{"--pp", "2"},
-                                                 std::vector<std::string>{"--tp", "2"},
-                                                 std::vector<std::string>{"--tp", "2", "--zero", "1"}}) {
-    std::string tag = tag_of(layout);
-    std::vector<std::string> fp16 = plus(layout, {"--precision", "fp16"});
-    LaunchResult injected = train(4, plus(plus(gpt_, fp16), {"--steps", "3", "--inject-overflow", "3", "--json",
-                                                            path(tag + "-skipped.json")}));
+  struct Layout {
+    int ranks;
+    std::vector<std::string> flags;
+  };
+  for (const Layout& layout : {Layout{4, {"--pp", "2"}}, Layout{4, {"--tp", "2"}}, Layout{4, {"--tp", "2", "--zero", "1"}},
+                               Layout{2, {"--pp", "2", "--schedule", "zb1"}}}) {  // zb1: the weight pass is autograd::grad
+    std::string tag = tag_of(layout.flags);
+    std::vector<std::string> fp16 = plus(layout.flags, {"--precision", "fp16"});
+    LaunchResult injected = train(layout.ranks, plus(plus(gpt_, fp16), {"--steps", "3", "--inject-overflow", "3",
+                                                                       "--json", path(tag + "-skipped.json")}));
     expect_success(injected);
     EXPECT_EQ(injected.count("step 3: the fp16 gradients overflowed at loss scale 65536: step skipped on every rank, "
                              "the scale is now 32768"),
               1)
         << injected.output;
-    run(4, tag + "-two.json", plus(fp16, {"--steps", "2"}));
+    run(layout.ranks, tag + "-two.json", plus(fp16, {"--steps", "2"}));
     nlohmann::json skipped = json(tag + "-skipped.json"), two = json(tag + "-two.json");
-    EXPECT_EQ(skipped["mesh"]["dp"], 2) << tag;
+    EXPECT_EQ(skipped["mesh"]["dp"], layout.ranks / 2) << tag;
     EXPECT_EQ(skipped["skipped_steps"], nlohmann::json::array({3})) << tag;
     EXPECT_EQ(skipped["loss_scale"].get<double>(), 32768.0) << tag;
     EXPECT_EQ(skipped["parameter_digest"], two["parameter_digest"]) << tag << ": the skipped step moved something";

@@ -66,6 +66,14 @@ InjectedOverflow::~InjectedOverflow() {
   if (param_.defined()) param_.remove_hook(hook_);
 }
 
+void poison_accumulated_gradient(const std::vector<::torch::Tensor>& params) {
+  if (params.empty()) return;
+  ::torch::NoGradGuard no_grad;
+  ::torch::Tensor param = params.front();
+  if (!param.grad().defined()) param.mutable_grad() = ::torch::zeros_like(param);
+  param.mutable_grad().view(-1)[0] = std::numeric_limits<float>::infinity();
+}
+
 bool InjectedOverflow::injects_at(const TrainConfig& config, std::int64_t step, const Communicator& world) {
   return config.inject_overflow == step && world.rank() == world.size() - 1;
 }

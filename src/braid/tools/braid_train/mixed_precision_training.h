@@ -60,7 +60,10 @@ PrecisionPlan plan_precision(const TrainConfig& config);
 
 // --inject-overflow: for the backward(s) a scope spans, the first parameter's gradient gets
 // +inf in its first element (on the rank that holds an active scope), before autograd
-// accumulates it.
+// accumulates it (so DDP's overlapped bucket hooks see it). A leaf's hook runs only when the
+// gradient is accumulated, not under torch::autograd::grad (LibTorch 1.13), which the
+// pipeline's zero-bubble weight pass uses: the mesh poisons the accumulated gradient instead
+// (poison_accumulated_gradient).
 class InjectedOverflow {
  public:
   InjectedOverflow(const std::vector<::torch::Tensor>& params, bool active);
@@ -77,5 +80,9 @@ class InjectedOverflow {
   ::torch::Tensor param_;
   unsigned hook_ = 0;
 };
+
+// The first parameter's accumulated .grad gets +inf in its first element (a parameter
+// without a gradient gets a zero one first), after the backward and before the reduce.
+void poison_accumulated_gradient(const std::vector<::torch::Tensor>& params);
 
 }  // namespace braid::train
