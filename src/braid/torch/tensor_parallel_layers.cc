@@ -21,10 +21,11 @@ void require_divisible(const Communicator& tp, std::int64_t size, std::int64_t b
 
 Tensor detached_copy(const Tensor& t) { return t.detach().clone().contiguous(); }
 
-// What CPU autocast would hand the linear: a floating input in its lower precision (bf16), so
-// the collective before the linear moves that (see the header); unchanged outside autocast.
+// What CPU autocast would hand the linear: a floating input other than fp64 (which autocast
+// leaves alone) in its lower precision (bf16), so the collective before the linear moves that
+// (see the header); unchanged outside autocast.
 Tensor as_autocast_operand(const Tensor& x) {
-  if (!at::autocast::is_cpu_enabled() || !x.is_floating_point()) return x;
+  if (!at::autocast::is_cpu_enabled() || !x.is_floating_point() || x.scalar_type() == at::kDouble) return x;
   return x.to(at::autocast::get_autocast_cpu_dtype());
 }
 
