@@ -174,16 +174,18 @@ std::int64_t ReshardPlan::copied_elements() const {
   return total;
 }
 
-ReshardPlan plan_reshard(const ShardLayout& from, const ShardLayout& to) {
-  check_same_params(from, to);
+namespace {
+
+// The plan, with `source_of[p]` the id in `from` of `to`'s parameter p (both checked alike).
+ReshardPlan plan_with(const ShardLayout& from, const ShardLayout& to, const std::vector<std::size_t>& source_of) {
   ReshardPlan plan;
   for (const FlatBuffer& b : to.buffers) plan.copies.emplace_back(b.shard_pieces.size());
   // Parameters in model order are in offset order inside every target buffer, so each target
   // shard's copies come out sorted by target offset and can be coalesced as they are made.
   for (std::size_t p = 0; p < to.params.size(); ++p) {
-    const std::vector<ShardPiece>& sources = from.pieces_of[p];
+    const std::vector<ShardPiece>& sources = from.pieces_of[source_of[p]];
     const std::vector<ShardPiece>& targets = to.pieces_of[p];
-    const int source_buffer = from.buffer_of[p];
+    const int source_buffer = from.buffer_of[source_of[p]];
     auto& target_shards = plan.copies[static_cast<std::size_t>(to.buffer_of[p])];
     std::size_t s = 0;
     std::size_t t = 0;
@@ -201,6 +203,46 @@ ReshardPlan plan_reshard(const ShardLayout& from, const ShardLayout& to) {
     }
   }
   return plan;
+}
+
+std::map<std::string, std::size_t> ids_by_name(const ShardLayout& layout, const char* which) {
+  std::map<std::string, std::size_t> ids;
+  for (std::size_t i = 0; i < layout.params.size(); ++i) {
+    if (!ids.emplace(layout.params[i].name, i).second) {
+      reject(fmt::format("reshard by name: param '{}' appears twice in the {}", layout.params[i].name, which));
+    }
+  }
+  return ids;
+}
+
+}  // namespace
+
+ReshardPlan plan_reshard(const ShardLayout& from, const ShardLayout& to) {
+  check_same_params(from, to);
+  std::vector<std::size_t> same(to.params.size());
+  std::iota(same.begin(), same.end(), std::size_t{0});
+  return plan_with(from, to, same);
+}
+
+ReshardPlan plan_reshard_by_name(const ShardLayout& from, const ShardLayout& to) {
+  std::map<std::string, std::size_t> source = ids_by_name(from, "source");
+  ids_by_name(to, "target");
+  std::vector<std::size_t> source_of;
+  for (const ShardParamInfo& b : to.params) {
+    auto it = source.find(b.name);
+    if (it == source.end()) reject(fmt::format("reshard by name: param '{}' of the target is not in the source", b.name));
+    const ShardParamInfo& a = from.params[it->second];
+    if (a.count != b.count || a.element_bytes != b.element_bytes) {
+      reject(fmt::format("reshard by name: param '{}' has {} elements of {} bytes in the source, {} of {} in the target",
+                         b.name, a.count, a.element_bytes, b.count, b.element_bytes));
+    }
+    source_of.push_back(it->second);
+  }
+  if (from.params.size() != to.params.size()) {
+    reject(fmt::format("reshard by name: the source layout has {} params, the target {}", from.params.size(),
+                       to.params.size()));
+  }
+  return plan_with(from, to, source_of);
 }
 
 std::string describe(const ShardLayout& layout) {

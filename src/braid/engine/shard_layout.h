@@ -137,6 +137,14 @@ struct ReshardPlan {
 // differ.
 ReshardPlan plan_reshard(const ShardLayout& from, const ShardLayout& to);
 
+// As plan_reshard, matching the parameters by name instead of by position: `from` may list
+// them in another order (ZeRO-1/2 lay a model out in bucket order, stage 3 in module order),
+// which is what lets a checkpoint of one stage load into another. Throws InvalidArgument
+// naming the first target parameter (in `to`'s order) that is not in `from` or has another
+// element count or size, a name that appears twice in either layout, or a source parameter
+// the target lacks.
+ReshardPlan plan_reshard_by_name(const ShardLayout& from, const ShardLayout& to);
+
 // One line for the options and two per buffer (its parameters as name@offset), for logs and
 // for the error when ranks' layouts differ:
 //   "shard layout: 3 params, world 4, alignment 16 bytes, shard multiple 1, 1 buffers

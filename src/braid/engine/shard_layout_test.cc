@@ -1,6 +1,7 @@
 #include "braid/engine/shard_layout.h"
 
 #include <algorithm>
+#include <map>
 #include <numeric>
 
 #include <fmt/format.h>
@@ -48,8 +49,15 @@ std::vector<std::int64_t> model_start(std::span<const ShardParamInfo> params) {
 
 // The shards a rank holds, built from the buffer offsets alone (not from the pieces), so that
 // the pieces are checked against an independent reading of the layout.
-Shards shards_of(const ShardLayout& layout) {
-  const std::vector<std::int64_t> start = model_start(layout.params);
+// Element values follow `value_order` (default: the layout's own params), matched by name, so
+// that two layouts listing the same params in other orders hold the same value per element.
+Shards shards_of(const ShardLayout& layout, std::span<const ShardParamInfo> value_order = {}) {
+  if (value_order.empty()) value_order = layout.params;
+  const std::vector<std::int64_t> by_order = model_start(value_order);
+  std::map<std::string, std::int64_t> start_of;
+  for (std::size_t i = 0; i < value_order.size(); ++i) start_of[value_order[i].name] = by_order[i];
+  std::vector<std::int64_t> start;
+  for (const ShardParamInfo& p : layout.params) start.push_back(start_of.at(p.name));
   Shards shards;
   for (const FlatBuffer& b : layout.buffers) {
     std::vector<std::int64_t> flat(static_cast<std::size_t>(b.elements), kPadding);
@@ -328,6 +336,58 @@ TEST(ShardLayoutTest, ReshardingAcrossAlignmentsAndGroupings) {
   EXPECT_EQ(apply_reshard(plan_reshard(to, from), from, shards_of(to)), shards_of(from));
 }
 
+// What `plan` says when resharding `from` into `other` laid out at 3 ranks ("accepted" if nothing).
+std::string reshard_rejection(ReshardPlan (*plan)(const ShardLayout&, const ShardLayout&), const ShardLayout& from,
+                              const std::vector<ShardParamInfo>& other) {
+  try {
+    plan(from, plan_shard_layout(other, {.world_size = 3}));
+  } catch (const InvalidArgument& e) {
+    return std::string(e.what());
+  }
+  return std::string("accepted");
+}
+
+// ZeRO-1/2 lay a model out in bucket order (reverse registration), stage 3 in module order with
+// a group per module: matched by name, every element still lands where the target says, both
+// ways, at every pair of world sizes; and by position the same pair is refused.
+TEST(ShardLayoutTest, ReshardingByNameAcrossParameterOrders) {
+  SplitMix64 rng(7);
+  for (int model = 0; model < 4; ++model) {
+    auto modules = random_params(rng, true);
+    std::vector<ShardParamInfo> buckets(modules.rbegin(), modules.rend());
+    for (std::size_t i = 0; i < buckets.size(); ++i) buckets[i].group = static_cast<int>(i / 3);
+    for (int n = 1; n <= 5; ++n) {
+      for (int m = 1; m <= 5; ++m) {
+        SCOPED_TRACE(fmt::format("model {}, {} -> {} ranks", model, n, m));
+        ShardLayout from = plan_shard_layout(buckets, {.world_size = n, .alignment_bytes = 8});
+        ShardLayout to = plan_shard_layout(modules, {.world_size = m, .alignment_bytes = 64});
+        EXPECT_EQ(apply_reshard(plan_reshard_by_name(from, to), to, shards_of(from, modules)), shards_of(to));
+        EXPECT_EQ(apply_reshard(plan_reshard_by_name(to, from), from, shards_of(to)), shards_of(from, modules));
+        if (::testing::Test::HasFailure()) return;
+      }
+    }
+  }
+  auto params = f32_params({4, 5, 6});
+  std::vector<ShardParamInfo> reversed(params.rbegin(), params.rend());
+  EXPECT_THROW(plan_reshard(plan_shard_layout(params, {}), plan_shard_layout(reversed, {})), InvalidArgument);
+}
+
+TEST(ShardLayoutTest, ReshardingByNameRejectsDifferentModelsNamingTheParam) {
+  auto params = f32_params({4, 5, 6});
+  ShardLayout base = plan_shard_layout(params, {.world_size = 2});
+  auto message = [&](std::vector<ShardParamInfo> other) { return reshard_rejection(plan_reshard_by_name, base, other); };
+  EXPECT_THAT(message(f32_params({4, 5})), HasSubstr("the source layout has 3 params, the target 2"));
+  EXPECT_THAT(message(f32_params({4, 5, 6, 7})), HasSubstr("param 'p3' of the target is not in the source"));
+  auto resized = params;
+  resized[1].count = 9;
+  EXPECT_THAT(message(resized), HasSubstr("param 'p1' has 5 elements of 4 bytes in the source, 9 of 4 in the target"));
+  auto twice = params;
+  twice[2].name = "p0";
+  EXPECT_THAT(message(twice), HasSubstr("param 'p0' appears twice in the target"));
+  std::vector<ShardParamInfo> shuffled = {params[2], params[0], params[1]};
+  EXPECT_EQ(message(shuffled), "accepted");
+}
+
 TEST(ShardLayoutTest, ReshardingCoalescesContiguousRuns) {
   auto params = f32_params({16, 16, 16, 16});
   ShardLayout from = plan_shard_layout(params, {.world_size = 4, .alignment_bytes = 64});
@@ -391,14 +451,7 @@ TEST(ShardLayoutTest, RejectsBadInputNamingTheFieldAndTheParam) {
 TEST(ShardLayoutTest, ReshardingRejectsDifferentModelsNamingTheFirstDifference) {
   auto params = f32_params({4, 5, 6});
   ShardLayout base = plan_shard_layout(params, {.world_size = 2});
-  auto message = [&](std::vector<ShardParamInfo> other) {
-    try {
-      plan_reshard(base, plan_shard_layout(other, {.world_size = 3}));
-    } catch (const InvalidArgument& e) {
-      return std::string(e.what());
-    }
-    return std::string("accepted");
-  };
+  auto message = [&](std::vector<ShardParamInfo> other) { return reshard_rejection(plan_reshard, base, other); };
   EXPECT_THAT(message(f32_params({4, 5})), HasSubstr("the source layout has 3 params, the target 2"));
   auto renamed = params;
   renamed[1].name = "q1";

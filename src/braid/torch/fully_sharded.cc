@@ -490,6 +490,10 @@ void FullyShardedModule::step() {
   if (secondary_) secondary_->invalidate();  // the host copies hold the old values until the next forward
 }
 
+void FullyShardedModule::shards_written() {
+  if (secondary_) secondary_->invalidate();
+}
+
 FullyShardedModule::FullParameters::FullParameters(FullyShardedModule& module) : module_(module) {
   module_.check_not_summoned("FullyShardedModule::FullParameters");
   std::vector<Work> works;

@@ -194,6 +194,10 @@ class FullyShardedModule {
   const engine::ShardLayout& layout() const { return layout_; }
   ::torch::optim::Optimizer& inner() { return *inner_; }
   Communicator& communicator() { return comm_; }
+  // For checkpoints (zero_checkpoint.h): the wrapped layers (their buffers), and the call a loader
+  // makes after it wrote new values into the shards (hpZ's host copies are then stale).
+  ::torch::nn::Sequential& layers() { return layers_; }
+  void shards_written();
 
  private:
   struct Param {

@@ -55,21 +55,6 @@ void remove_other_generations(const std::string& dir, std::int64_t keep) {
   }
 }
 
-// This model's buckets as a manifest records them: parameter names and sizes in bucket order.
-std::vector<ManifestBucket> model_buckets(ZeroOptimizer& zero) {
-  DistributedDataParallel& ddp = zero.ddp();
-  std::vector<ManifestBucket> buckets;
-  for (const engine::Bucket& bucket : ddp.grad_sync().plan().buckets) {
-    ManifestBucket b;
-    for (int id : bucket.params) {
-      auto i = static_cast<std::size_t>(id);
-      b.params.push_back({.name = ddp.parameter_names()[i], .count = ddp.parameters()[i].numel()});
-    }
-    buckets.push_back(std::move(b));
-  }
-  return buckets;
-}
-
 // Runs `write` and agrees on the outcome: every rank throws if one failed.
 template <typename Write>
 void agreed(Communicator& comm, const std::string& op, Write&& write) {
@@ -88,21 +73,20 @@ void agreed(Communicator& comm, const std::string& op, Write&& write) {
 
 std::string zero_manifest_path(const std::string& dir) { return (fs::path(dir) / "zero-checkpoint.json").string(); }
 
-void save_zero_checkpoint(Communicator& comm, const std::string& dir, ZeroOptimizer& zero,
-                          const TrainingPosition& position, const std::string& fingerprint) {
+void save_zero_checkpoint(const ZeroCheckpointView& view, const std::string& dir, const ZeroRunState& state,
+                          const std::string& fingerprint) {
   const std::string op = "save_zero_checkpoint";
-  BRAID_CHECK(&comm == &zero.ddp().communicator(), InvalidArgument, (ErrorContext{.rank = comm.rank(), .op = op}),
-              "the communicator is not the ZeroOptimizer's");
-  std::string kind = optimizer_kind(zero.inner());
+  Communicator& comm = *view.comm;
+  std::string kind = optimizer_kind(*view.optimizer);
   std::int64_t generation = next_generation(comm, dir);
   std::int64_t bytes[2] = {0, 0};  // this rank's shard file, rank 0's buffers file
   agreed(comm, op, [&] {
     fs::create_directories(dir);
-    std::string shard = encode_shard_file(zero, kind, generation);
+    std::string shard = encode_shard_file(view, kind, generation);
     write_file_atomically((fs::path(dir) / shard_file_name(generation, comm.rank())).string(), shard);
     bytes[0] = static_cast<std::int64_t>(shard.size());
     if (comm.rank() != 0) return;
-    std::string buffers = encode_buffers_file(zero.ddp().module());
+    std::string buffers = encode_buffers_file(*view.module, view.buffer_prefix);
     write_file_atomically((fs::path(dir) / buffers_file_name(generation)).string(), buffers);
     bytes[1] = static_cast<std::int64_t>(buffers.size());
   });
@@ -111,10 +95,13 @@ void save_zero_checkpoint(Communicator& comm, const std::string& dir, ZeroOptimi
   // Every shard is on disk: the manifest's rename commits the checkpoint.
   agreed(comm, op, [&] {
     if (comm.rank() != 0) return;
+    const TrainingPosition& at = state.position;
     ZeroManifest manifest{.generation = generation, .world_size = comm.size(), .optimizer = kind,
-                          .fingerprint = fingerprint, .step = position.step, .epoch = position.epoch,
-                          .batch_in_epoch = position.batch_in_epoch, .buckets = model_buckets(zero),
-                          .buffers = {.file = buffers_file_name(generation), .bytes = sizes[1]}};
+                          .sharding = view.sharding, .alignment_bytes = static_cast<std::int64_t>(view.alignment_bytes),
+                          .fingerprint = fingerprint, .step = at.step, .epoch = at.epoch,
+                          .batch_in_epoch = at.batch_in_epoch, .buckets = view.buffers,
+                          .buffers = {.file = buffers_file_name(generation), .bytes = sizes[1]},
+                          .loss_scaler = state.loss_scaler};
     for (int r = 0; r < comm.size(); ++r) {
       manifest.shards.push_back({.file = shard_file_name(generation, r), .bytes = sizes[2 * static_cast<std::size_t>(r)]});
     }
@@ -123,18 +110,25 @@ void save_zero_checkpoint(Communicator& comm, const std::string& dir, ZeroOptimi
   });
 }
 
+void save_zero_checkpoint(Communicator& comm, const std::string& dir, ZeroOptimizer& zero,
+                          const TrainingPosition& position, const std::string& fingerprint) {
+  BRAID_CHECK(&comm == &zero.ddp().communicator(), InvalidArgument,
+              (ErrorContext{.rank = comm.rank(), .op = "save_zero_checkpoint"}), "the communicator is not the ZeroOptimizer's");
+  save_zero_checkpoint(checkpoint_view(zero), dir, {.position = position}, fingerprint);
+}
+
 namespace {
 
 // Everything a load writes, read and checked before any of it is.
 struct StagedLoad {
-  std::vector<SavedShard> shards;  // per bucket: this rank's new shard (empty tensors for an all-padding one)
+  std::vector<SavedShard> shards;  // per flat buffer: this rank's new shard, the view's shard length
   std::vector<std::pair<::torch::Tensor, ::torch::Tensor>> buffers;
-  TrainingPosition position;
+  ZeroRunState state;
 };
 
-void check_manifest(const ZeroManifest& m, ZeroOptimizer& zero, const std::string& kind,
+void check_manifest(const ZeroManifest& m, const ZeroCheckpointView& view, const std::string& kind,
                     const std::string& fingerprint, const ErrorContext& context, const std::string& path) {
-  if (auto difference = first_parameter_difference(m.buckets, model_buckets(zero))) {
+  if (auto difference = first_parameter_difference(m.buckets, view.buffers)) {
     throw InvalidArgument(context, fmt::format("{} is a checkpoint of another model: {}", path, *difference));
   }
   if (m.fingerprint != fingerprint) {
@@ -149,11 +143,11 @@ void check_manifest(const ZeroManifest& m, ZeroOptimizer& zero, const std::strin
   }
 }
 
-// Fills `into` (this rank's new shard of a bucket) from the saved shards through the copies of
+// Fills `into` (this rank's new shard of a buffer) from the saved shards through the copies of
 // the resharding plan. Every copy's source must agree on whether there is state and its step.
 void fill_shard(SavedShard& into, const std::vector<engine::ShardCopy>& copies,
                 const std::map<int, std::map<int, SavedShard>>& sources, std::size_t state_tensors,
-                const ErrorContext& context, int bucket) {
+                const ErrorContext& context, int buffer) {
   bool first = true;
   for (const engine::ShardCopy& copy : copies) {
     const SavedShard& from = sources.at(copy.source_rank).at(copy.source_buffer);
@@ -164,9 +158,9 @@ void fill_shard(SavedShard& into, const std::vector<engine::ShardCopy>& copies,
       }
       first = false;
     } else if (from.state.present != into.state.present || from.state.step != into.state.step) {
-      throw Corrupt(context, fmt::format("bucket {}: the saved shards disagree on the optimizer state (rank {}'s "
+      throw Corrupt(context, fmt::format("flat buffer {}: the saved shards disagree on the optimizer state (rank {}'s "
                                          "shard has state {} at step {}, another {} at step {})",
-                                         bucket, copy.source_rank, from.state.present, from.state.step,
+                                         buffer, copy.source_rank, from.state.present, from.state.step,
                                          into.state.present, into.state.step));
     }
     auto move = [&](::torch::Tensor& to, const ::torch::Tensor& saved) {
@@ -177,12 +171,14 @@ void fill_shard(SavedShard& into, const std::vector<engine::ShardCopy>& copies,
   }
 }
 
-StagedLoad stage(const std::string& dir, const ZeroManifest& m, ZeroOptimizer& zero, const std::string& kind,
+StagedLoad stage(const std::string& dir, const ZeroManifest& m, const ZeroCheckpointView& view, const std::string& kind,
                  const ErrorContext& context) {
-  Communicator& comm = zero.ddp().communicator();
-  engine::ShardLayout from = manifest_layout(m.buckets, m.world_size);
-  engine::ShardLayout to = manifest_layout(model_buckets(zero), comm.size());
-  engine::ReshardPlan plan = engine::plan_reshard(from, to);
+  Communicator& comm = *view.comm;
+  engine::ShardLayout from = manifest_layout(m.buckets, m.world_size, static_cast<std::size_t>(m.alignment_bytes));
+  engine::ShardLayout to = view.layout();
+  // By name: the checkpoint may be of another stage, whose buffers list the parameters in
+  // another order (buckets in reverse registration order, units in module order).
+  engine::ReshardPlan plan = engine::plan_reshard_by_name(from, to);
   // Only the old shards that overlap this rank's new ranges are read.
   std::map<int, std::map<int, SavedShard>> sources;
   for (const auto& per_rank : plan.copies) {
@@ -193,51 +189,50 @@ StagedLoad stage(const std::string& dir, const ZeroManifest& m, ZeroOptimizer& z
       sources[q] = read_shard_file((fs::path(dir) / file.file).string(), file.bytes, from, q, m.generation, kind, context);
     }
   }
-  StagedLoad staged{.position = {.step = m.step, .epoch = m.epoch, .batch_in_epoch = m.batch_in_epoch}};
+  StagedLoad staged{.state = {.position = {.step = m.step, .epoch = m.epoch, .batch_in_epoch = m.batch_in_epoch},
+                              .loss_scaler = m.loss_scaler}};
   std::size_t state_tensors = state_tensor_names(kind).size();
-  for (int b = 0; b < zero.bucket_count(); ++b) {
-    const BucketShard& s = zero.bucket_shard(b);
-    BRAID_CHECK(to.buffers[static_cast<std::size_t>(b)].shard_elements == s.shard, Mismatch, context,
-                "bucket {}: the resharding layout's shard differs from the optimizer's", b);
-    SavedShard shard{.param = ::torch::zeros({s.end - s.begin}, ::torch::kFloat32)};
-    fill_shard(shard, plan.copies[static_cast<std::size_t>(b)][static_cast<std::size_t>(comm.rank())], sources,
-               state_tensors, context, b);
+  for (std::size_t b = 0; b < to.buffers.size(); ++b) {
+    // Zeros where no copy writes: the padding, and stage 3's alignment gaps and tail.
+    SavedShard shard{.param = ::torch::zeros_like(view.shards[b])};
+    fill_shard(shard, plan.copies[b][static_cast<std::size_t>(comm.rank())], sources, state_tensors, context,
+               static_cast<int>(b));
     staged.shards.push_back(std::move(shard));
   }
-  staged.buffers = read_buffers_file((fs::path(dir) / m.buffers.file).string(), m.buffers.bytes, zero.ddp().module(), context);
+  staged.buffers = read_buffers_file((fs::path(dir) / m.buffers.file).string(), m.buffers.bytes, *view.module,
+                                     view.buffer_prefix, context);
   return staged;
 }
 
 // The only writes of a load, once every rank has staged its part: the shards, their optimizer
-// state and the buffers, then the flat parameters allgathered so every rank holds the whole
-// model.
-void commit(ZeroOptimizer& zero, const std::string& kind, const StagedLoad& staged) {
+// state and the buffers; then the view's owner makes its model whole again (ZeroOptimizer
+// allgathers its flat parameters, as a step ends; with qwZ the shards written are the exact
+// masters and the flat parameters get their dequantised values, as in the run that saved them).
+void commit(const ZeroCheckpointView& view, const std::string& kind, const StagedLoad& staged) {
   ::torch::NoGradGuard no_grad;
-  for (int b = 0; b < zero.bucket_count(); ++b) {
-    const SavedShard& shard = staged.shards[static_cast<std::size_t>(b)];
+  for (std::size_t b = 0; b < view.shards.size(); ++b) {
+    const SavedShard& shard = staged.shards[b];
     if (shard.param.numel() == 0) continue;
-    zero.shard(b).copy_(shard.param);
-    set_shard_state(zero.inner(), kind, zero.shard(b), shard.state);
+    view.shards[b].copy_(shard.param);
+    set_shard_state(*view.optimizer, kind, view.shards[b], shard.state);
   }
   for (const auto& [buffer, saved] : staged.buffers) buffer.copy_(saved);
-  // As a step ends: with qwZ the shards written are the exact masters and the flat parameters
-  // get their dequantised values, as in the run that saved them.
-  zero.gather_parameters();
+  if (view.after_load) view.after_load();
 }
 
 }  // namespace
 
-std::optional<TrainingPosition> load_zero_checkpoint(Communicator& comm, const std::string& dir, ZeroOptimizer& zero,
-                                                     const std::string& fingerprint) {
+std::optional<ZeroRunState> load_zero_checkpoint(const ZeroCheckpointView& view, const std::string& dir,
+                                                 const std::string& fingerprint) {
+  Communicator& comm = *view.comm;
   ErrorContext context{.rank = comm.rank(), .op = "load_zero_checkpoint"};
-  BRAID_CHECK(&comm == &zero.ddp().communicator(), InvalidArgument, context, "the communicator is not the ZeroOptimizer's");
   std::string path = zero_manifest_path(dir);
   bool exists = fs::exists(path);
   std::uint8_t rank0_has = exists ? 1 : 0;  // rank 0 commits: without its manifest nobody resumes
   broadcast(comm, &rank0_has, 1, DType::kU8, 0);
   if (!rank0_has) return std::nullopt;
 
-  std::string kind = optimizer_kind(zero.inner());
+  std::string kind = optimizer_kind(*view.optimizer);
   StagedLoad staged;
   std::exception_ptr failure;
   try {
@@ -247,15 +242,24 @@ std::optional<TrainingPosition> load_zero_checkpoint(Communicator& comm, const s
                                                  path));
     }
     ZeroManifest manifest = decode_manifest(read_whole_file(path), context, path);
-    check_manifest(manifest, zero, kind, fingerprint, context, path);
-    staged = stage(dir, manifest, zero, kind, context);
+    check_manifest(manifest, view, kind, fingerprint, context, path);
+    staged = stage(dir, manifest, view, kind, context);
   } catch (...) {
     failure = std::current_exception();
   }
   // Nothing is written until every rank has its part: a failure anywhere leaves every model as it was.
   rethrow_first_failure(comm, failure, "load_zero_checkpoint");
-  commit(zero, kind, staged);
-  return staged.position;
+  commit(view, kind, staged);
+  return staged.state;
+}
+
+std::optional<TrainingPosition> load_zero_checkpoint(Communicator& comm, const std::string& dir, ZeroOptimizer& zero,
+                                                     const std::string& fingerprint) {
+  BRAID_CHECK(&comm == &zero.ddp().communicator(), InvalidArgument,
+              (ErrorContext{.rank = comm.rank(), .op = "load_zero_checkpoint"}), "the communicator is not the ZeroOptimizer's");
+  std::optional<ZeroRunState> state = load_zero_checkpoint(checkpoint_view(zero), dir, fingerprint);
+  if (!state) return std::nullopt;
+  return state->position;
 }
 
 }  // namespace braid::torch

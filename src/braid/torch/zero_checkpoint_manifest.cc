@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <map>
 #include <stdexcept>
 
 #include "braid/base/crc32c.h"
@@ -12,7 +13,8 @@
 namespace braid::torch {
 namespace {
 
-constexpr int kFormat = 1;
+constexpr int kFormat = 2;
+constexpr int kFirstFormat = 1;  // stages 1-2 only: no sharding, alignment or loss scaler
 
 using nlohmann::json;
 
@@ -33,26 +35,50 @@ ManifestFile file_of(const json& j) {
 }
 
 json body_of(const ZeroManifest& m) {
+  engine::ShardLayout layout = manifest_layout(m.buckets, 1, static_cast<std::size_t>(m.alignment_bytes));
   json buckets = json::array();
-  for (const ManifestBucket& b : m.buckets) {
+  for (std::size_t b = 0; b < m.buckets.size(); ++b) {
     json params = json::array();
-    for (const ManifestParam& p : b.params) params.push_back({{"name", p.name}, {"count", p.count}});
-    buckets.push_back({{"elements", b.elements()}, {"params", params}});
+    for (const ManifestParam& p : m.buckets[b].params) params.push_back({{"name", p.name}, {"count", p.count}});
+    buckets.push_back({{"elements", layout.buffers[b].used_elements}, {"params", params}});
   }
   json shards = json::array();
   for (const ManifestFile& f : m.shards) shards.push_back(file_json(f));
-  return {{"format", kFormat},
-          {"generation", m.generation},
-          {"world_size", m.world_size},
-          {"optimizer", m.optimizer},
-          {"fingerprint", m.fingerprint},
-          {"position", {{"step", m.step}, {"epoch", m.epoch}, {"batch_in_epoch", m.batch_in_epoch}}},
-          {"buckets", buckets},
-          {"shards", shards},
-          {"buffers", file_json(m.buffers)}};
+  json body = {{"format", kFormat},
+               {"generation", m.generation},
+               {"world_size", m.world_size},
+               {"optimizer", m.optimizer},
+               {"sharding", m.sharding},
+               {"alignment_bytes", m.alignment_bytes},
+               {"fingerprint", m.fingerprint},
+               {"position", {{"step", m.step}, {"epoch", m.epoch}, {"batch_in_epoch", m.batch_in_epoch}}},
+               {"buckets", buckets},
+               {"shards", shards},
+               {"buffers", file_json(m.buffers)}};
+  if (m.loss_scaler) {
+    const parallel::DynamicLossScaler::State& s = *m.loss_scaler;
+    body["loss_scaler"] = {{"scale", s.scale}, {"clean", s.clean}, {"skipped", s.skipped},
+                           {"overflows_in_a_row", s.overflows_in_a_row}};
+  }
+  return body;
 }
 
-ZeroManifest manifest_of(const json& body) {
+// Each bucket's recorded length against the one its parameters imply at the alignment.
+void check_bucket_lengths(const ZeroManifest& m, const json& buckets) {
+  if (m.alignment_bytes < 1 || m.alignment_bytes > (1 << 30) || (m.alignment_bytes & (m.alignment_bytes - 1)) != 0 ||
+      m.alignment_bytes % static_cast<std::int64_t>(sizeof(float)) != 0) {
+    throw Malformed(fmt::format("alignment_bytes {}: not a power of two that floats fit", m.alignment_bytes));
+  }
+  if (m.sharding != "buckets" && m.sharding != "units") throw Malformed(fmt::format("sharding '{}'", m.sharding));
+  engine::ShardLayout layout = manifest_layout(m.buckets, 1, static_cast<std::size_t>(m.alignment_bytes));
+  for (std::size_t b = 0; b < m.buckets.size(); ++b) {
+    if (layout.buffers[b].used_elements != buckets.at(b).at("elements").get<std::int64_t>()) {
+      throw Malformed(fmt::format("bucket {}'s elements are not where its parameters end", b));
+    }
+  }
+}
+
+ZeroManifest manifest_of(const json& body, int format) {
   ZeroManifest m{.generation = body.at("generation").get<std::int64_t>(),
                  .world_size = body.at("world_size").get<int>(),
                  .optimizer = body.at("optimizer").get<std::string>(),
@@ -61,6 +87,16 @@ ZeroManifest manifest_of(const json& body) {
                  .epoch = body.at("position").at("epoch").get<std::int64_t>(),
                  .batch_in_epoch = body.at("position").at("batch_in_epoch").get<std::int64_t>(),
                  .buffers = file_of(body.at("buffers"))};
+  if (format != kFirstFormat) {
+    m.sharding = body.at("sharding").get<std::string>();
+    m.alignment_bytes = body.at("alignment_bytes").get<std::int64_t>();
+    if (body.contains("loss_scaler")) {
+      const json& s = body.at("loss_scaler");
+      m.loss_scaler = parallel::DynamicLossScaler::State{
+          .scale = s.at("scale").get<double>(), .clean = s.at("clean").get<std::int64_t>(),
+          .skipped = s.at("skipped").get<std::int64_t>(), .overflows_in_a_row = s.at("overflows_in_a_row").get<int>()};
+    }
+  }
   for (const json& b : body.at("buckets")) {
     ManifestBucket bucket;
     if (b.at("params").empty()) throw Malformed("a bucket without parameters");
@@ -68,11 +104,9 @@ ZeroManifest manifest_of(const json& body) {
       bucket.params.push_back({.name = p.at("name").get<std::string>(), .count = p.at("count").get<std::int64_t>()});
       if (bucket.params.back().count < 0) throw Malformed("a negative parameter count");
     }
-    if (bucket.elements() != b.at("elements").get<std::int64_t>()) {
-      throw Malformed("a bucket's elements are not its parameters' sum");
-    }
     m.buckets.push_back(std::move(bucket));
   }
+  check_bucket_lengths(m, body.at("buckets"));
   for (const json& f : body.at("shards")) m.shards.push_back(file_of(f));
   if (m.world_size < 1 || m.shards.size() != static_cast<std::size_t>(m.world_size)) {
     throw Malformed(fmt::format("{} shard files for a world of {}", m.shards.size(), m.world_size));
@@ -87,12 +121,6 @@ std::vector<ManifestParam> flat_params(const std::vector<ManifestBucket>& bucket
 }
 
 }  // namespace
-
-std::int64_t ManifestBucket::elements() const {
-  std::int64_t sum = 0;
-  for (const ManifestParam& p : params) sum += p.count;
-  return sum;
-}
 
 std::string encode_manifest(const ZeroManifest& manifest) {
   json body = body_of(manifest);
@@ -116,10 +144,11 @@ ZeroManifest decode_manifest(const std::string& text, const ErrorContext& contex
                                          actual, recorded));
     }
     int format = whole.at("body").at("format").get<int>();
-    if (format != kFormat) {
-      throw Corrupt(context, fmt::format("{}: manifest format {}, this braid reads {}", path, format, kFormat));
+    if (format != kFormat && format != kFirstFormat) {
+      throw Corrupt(context, fmt::format("{}: manifest format {}, this braid reads {} and {}", path, format,
+                                         kFirstFormat, kFormat));
     }
-    return manifest_of(whole.at("body"));
+    return manifest_of(whole.at("body"), format);
   } catch (const json::exception& e) {
     throw Corrupt(context, fmt::format("{}: a malformed manifest: {}", path, e.what()));
   } catch (const Malformed& e) {
@@ -127,25 +156,36 @@ ZeroManifest decode_manifest(const std::string& text, const ErrorContext& contex
   }
 }
 
-engine::ShardLayout manifest_layout(const std::vector<ManifestBucket>& buckets, int world) {
+engine::ShardLayout manifest_layout(const std::vector<ManifestBucket>& buckets, int world, std::size_t alignment_bytes) {
   std::vector<engine::ShardParamInfo> infos;
   for (std::size_t b = 0; b < buckets.size(); ++b) {
     for (const ManifestParam& p : buckets[b].params) {
       infos.push_back({.name = p.name, .count = p.count, .element_bytes = sizeof(float), .group = static_cast<int>(b)});
     }
   }
-  return engine::plan_shard_layout(infos, {.world_size = world, .alignment_bytes = sizeof(float)});
+  return engine::plan_shard_layout(infos, {.world_size = world, .alignment_bytes = alignment_bytes});
 }
 
 std::optional<std::string> first_parameter_difference(const std::vector<ManifestBucket>& saved,
                                                       const std::vector<ManifestBucket>& here) {
-  std::vector<ManifestParam> a = flat_params(saved), b = flat_params(here);
-  for (std::size_t i = 0; i < std::min(a.size(), b.size()); ++i) {
-    if (a[i] == b[i]) continue;
-    return fmt::format("parameter {} (in bucket order) is '{}' of {} elements in the checkpoint, '{}' of {} here", i,
-                       a[i].name, a[i].count, b[i].name, b[i].count);
+  std::map<std::string, std::int64_t> saved_count;
+  for (const ManifestParam& p : flat_params(saved)) saved_count.emplace(p.name, p.count);
+  std::vector<ManifestParam> mine = flat_params(here);
+  for (std::size_t i = 0; i < mine.size(); ++i) {
+    auto it = saved_count.find(mine[i].name);
+    if (it == saved_count.end()) {
+      return fmt::format("parameter {} of this model, '{}' of {} elements, is not in the checkpoint", i, mine[i].name,
+                         mine[i].count);
+    }
+    if (it->second != mine[i].count) {
+      return fmt::format("parameter {} of this model, '{}' of {} elements, has {} in the checkpoint", i, mine[i].name,
+                         mine[i].count, it->second);
+    }
   }
-  if (a.size() != b.size()) return fmt::format("the checkpoint has {} parameters, this model {}", a.size(), b.size());
+  std::size_t saved_params = flat_params(saved).size();
+  if (saved_params != mine.size()) {
+    return fmt::format("the checkpoint has {} parameters, this model {}", saved_params, mine.size());
+  }
   return std::nullopt;
 }
 

@@ -2,10 +2,14 @@
 // refuses as damaged, the layout it implies and how it names another model.
 #include "braid/torch/zero_checkpoint_manifest.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
 
 #include <string>
 
+#include "braid/base/crc32c.h"
 #include "braid/base/error.h"
 
 namespace braid::torch {
@@ -26,6 +30,13 @@ std::string corrupt_message(const std::string& text) {
     return e.what();
   }
   return "";
+}
+
+// A manifest edited by hand, with the CRC32C of its new body: only the content decides.
+std::string with_crc(nlohmann::json whole) {
+  std::string body = whole["body"].dump();
+  whole["crc32c"] = fmt::format("{:08x}", crc32c(body.data(), body.size()));
+  return whole.dump();
 }
 
 TEST(ZeroManifestTest, RoundTripsEveryField) {
@@ -70,15 +81,63 @@ TEST(ZeroManifestTest, TheLayoutIsTheBucketsCutAtTheWorldSize) {
   EXPECT_EQ(layout.params[2].name, "fc1.weight");
 }
 
-TEST(ZeroManifestTest, TheFirstParameterDifferenceIsNamedAndBucketBoundariesDoNotCount) {
+// By name: neither the buffer boundaries nor the order count (stage 3's units list the
+// parameters in module order, stages 1-2's buckets in reverse).
+TEST(ZeroManifestTest, TheFirstParameterDifferenceIsNamedAndNeitherBoundariesNorOrderCount) {
   std::vector<ManifestBucket> saved = example().buckets;
   std::vector<ManifestBucket> regrouped = {{.params = {{"fc2.bias", 4}}}, {.params = {{"fc2.weight", 64}, {"fc1.weight", 128}}}};
   EXPECT_EQ(first_parameter_difference(saved, regrouped), std::nullopt);
+  std::vector<ManifestBucket> units = {{.params = {{"fc1.weight", 128}}}, {.params = {{"fc2.weight", 64}, {"fc2.bias", 4}}}};
+  EXPECT_EQ(first_parameter_difference(saved, units), std::nullopt);
   std::vector<ManifestBucket> wider = {{.params = {{"fc2.bias", 4}, {"fc2.weight", 68}}}, {.params = {{"fc1.weight", 136}}}};
   EXPECT_EQ(first_parameter_difference(saved, wider),
-            "parameter 1 (in bucket order) is 'fc2.weight' of 64 elements in the checkpoint, 'fc2.weight' of 68 here");
+            "parameter 1 of this model, 'fc2.weight' of 68 elements, has 64 in the checkpoint");
+  std::vector<ManifestBucket> renamed = {{.params = {{"fc2.bias", 4}, {"head.weight", 64}}}, {.params = {{"fc1.weight", 128}}}};
+  EXPECT_EQ(first_parameter_difference(saved, renamed),
+            "parameter 1 of this model, 'head.weight' of 64 elements, is not in the checkpoint");
   std::vector<ManifestBucket> fewer = {{.params = {{"fc2.bias", 4}, {"fc2.weight", 64}}}};
   EXPECT_EQ(first_parameter_difference(saved, fewer), "the checkpoint has 3 parameters, this model 2");
+}
+
+// Stage 3's manifest: units at 64-byte alignment (each parameter's offset a multiple of 16
+// floats, shards a multiple of 16), and fp16's loss scale; both round trip.
+TEST(ZeroManifestTest, UnitsAtTheirAlignmentAndTheLossScaleRoundTrip) {
+  ZeroManifest units = example();
+  units.sharding = "units";
+  units.alignment_bytes = 64;
+  units.loss_scaler = parallel::DynamicLossScaler::State{.scale = 32768, .clean = 3, .skipped = 1, .overflows_in_a_row = 0};
+  ZeroManifest m = decode_manifest(encode_manifest(units), {}, "m");
+  EXPECT_EQ(m.sharding, "units");
+  EXPECT_EQ(m.alignment_bytes, 64);
+  EXPECT_EQ(m.loss_scaler, units.loss_scaler);
+  EXPECT_EQ(m.buckets, units.buckets);
+  engine::ShardLayout layout = manifest_layout(m.buckets, 3, 64);
+  EXPECT_EQ(layout.buffers[0].offsets, (std::vector<std::int64_t>{0, 16}));  // fc2.bias, then fc2.weight aligned
+  EXPECT_EQ(layout.buffers[0].used_elements, 80);
+  EXPECT_EQ(layout.buffers[0].shard_elements, 32);  // ceil(80 / 3) rounded up to 16
+  EXPECT_EQ(decode_manifest(encode_manifest(example()), {}, "m").loss_scaler, std::nullopt);
+  nlohmann::json odd = nlohmann::json::parse(encode_manifest(units));
+  odd["body"]["alignment_bytes"] = 48;  // not a power of two
+  EXPECT_NE(corrupt_message(with_crc(odd)).find("alignment_bytes 48"), std::string::npos);
+  nlohmann::json misplaced = nlohmann::json::parse(encode_manifest(units));
+  misplaced["body"]["buckets"][0]["elements"] = 68;  // contiguous, not at 64 bytes
+  EXPECT_NE(corrupt_message(with_crc(misplaced)).find("bucket 0's elements are not where its parameters end"),
+            std::string::npos);
+}
+
+// A manifest of format 1 (before stage 3 had checkpoints): buckets, contiguous, no loss scale.
+TEST(ZeroManifestTest, FormatOneReadsAsBucketsAtFourBytes) {
+  std::string text = encode_manifest(example());
+  nlohmann::json whole = nlohmann::json::parse(text);
+  whole["body"]["format"] = 1;
+  whole["body"].erase("sharding");
+  whole["body"].erase("alignment_bytes");
+  ZeroManifest m = decode_manifest(with_crc(whole), {}, "m");
+  EXPECT_EQ(m.sharding, "buckets");
+  EXPECT_EQ(m.alignment_bytes, 4);
+  EXPECT_EQ(m.buckets, example().buckets);
+  whole["body"]["format"] = 3;
+  EXPECT_NE(corrupt_message(with_crc(whole)).find("manifest format 3, this braid reads 1 and 2"), std::string::npos);
 }
 
 }  // namespace

@@ -73,23 +73,27 @@ SavedShard read_bucket(const CheckedReader& reader, ::torch::serialize::InputArc
 
 }  // namespace
 
-std::string encode_shard_file(ZeroOptimizer& zero, const std::string& kind, std::int64_t generation) {
-  Communicator& comm = zero.ddp().communicator();
+std::string encode_shard_file(const ZeroCheckpointView& view, const std::string& kind, std::int64_t generation) {
+  Communicator& comm = *view.comm;
+  engine::ShardLayout layout = view.layout();
+  auto buffers = static_cast<std::int64_t>(layout.buffers.size());
   ::torch::serialize::OutputArchive archive;
   ChecksumTable table;
   write_checked(archive, table, "", "header",
-                ::torch::tensor({kShardFormat, generation, std::int64_t{comm.rank()}, std::int64_t{comm.size()},
-                                 std::int64_t{zero.bucket_count()}},
+                ::torch::tensor({kShardFormat, generation, std::int64_t{comm.rank()}, std::int64_t{comm.size()}, buffers},
                                 ::torch::kInt64));
   std::vector<std::string> names = state_tensor_names(kind);
-  for (int b = 0; b < zero.bucket_count(); ++b) {
-    if (zero.bucket_shard(b).end == zero.bucket_shard(b).begin) continue;  // all padding: nothing to keep
-    ShardState state = shard_state(zero.inner(), kind, zero.shard(b));
-    write_checked(archive, table, "", key(b, "param"), zero.shard(b));
+  for (int b = 0; b < static_cast<int>(buffers); ++b) {
+    BucketShard s = engine::bucket_shard(layout.buffers[static_cast<std::size_t>(b)], comm.rank());
+    if (s.end == s.begin) continue;  // all padding: nothing to keep
+    const ::torch::Tensor& shard = view.shards[static_cast<std::size_t>(b)];
+    ShardState state = shard_state(*view.optimizer, kind, shard);
+    auto real = [&](const ::torch::Tensor& t) { return t.narrow(0, 0, s.end - s.begin); };  // stage 3: not the tail
+    write_checked(archive, table, "", key(b, "param"), real(shard));
     write_checked(archive, table, "", key(b, "state"),
                   ::torch::tensor({std::int64_t{state.present}, state.step}, ::torch::kInt64));
     for (std::size_t i = 0; state.present && i < names.size(); ++i) {
-      write_checked(archive, table, "", key(b, names[i]), state.tensors[i]);
+      write_checked(archive, table, "", key(b, names[i]), real(state.tensors[i]));
     }
   }
   write_checksums(archive, table);
@@ -118,11 +122,11 @@ std::map<int, SavedShard> read_shard_file(const std::string& path, std::int64_t 
   });
 }
 
-std::string encode_buffers_file(::torch::nn::Module& module) {
+std::string encode_buffers_file(::torch::nn::Module& module, const std::string& prefix) {
   ::torch::serialize::OutputArchive archive;
   ChecksumTable table;
   for (const auto& item : module.named_buffers(/*recurse=*/true)) {
-    write_checked(archive, table, "", "buffer." + item.key(), item.value(), /*is_buffer=*/true);
+    write_checked(archive, table, "", "buffer." + prefix + item.key(), item.value(), /*is_buffer=*/true);
   }
   write_checksums(archive, table);
   return bytes_of(archive);
@@ -130,15 +134,16 @@ std::string encode_buffers_file(::torch::nn::Module& module) {
 
 std::vector<std::pair<::torch::Tensor, ::torch::Tensor>> read_buffers_file(const std::string& path, std::int64_t bytes,
                                                                            ::torch::nn::Module& module,
+                                                                           const std::string& prefix,
                                                                            const ErrorContext& context) {
   return read_archive(path, bytes, context, [&](const CheckedReader& reader, ::torch::serialize::InputArchive& archive) {
     std::vector<std::pair<::torch::Tensor, ::torch::Tensor>> buffers;
     for (auto& item : module.named_buffers(/*recurse=*/true)) {
-      ::torch::Tensor stored = reader.read(archive, "buffer." + item.key(), "", /*is_buffer=*/true);
+      ::torch::Tensor stored = reader.read(archive, "buffer." + prefix + item.key(), "", /*is_buffer=*/true);
       if (!stored.sizes().equals(item.value().sizes()) || stored.scalar_type() != item.value().scalar_type()) {
         throw InvalidArgument(context, fmt::format("{} is a checkpoint of another model: buffer '{}' has another shape "
                                                    "or dtype than this model's",
-                                                   path, item.key()));
+                                                   path, prefix + item.key()));
       }
       buffers.emplace_back(item.value(), stored);
     }

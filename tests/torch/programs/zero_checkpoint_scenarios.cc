@@ -9,7 +9,11 @@
 //       missing shard file, a damaged manifest) or of another model, loaded into a ZeroOptimizer
 //       that has trained a step: "REFUSED <case> <error kind> unchanged <1|0>" per rank, 1 when
 //       its parameters and optimizer state are bit for bit what they were before the load
+//   braid-zero-checkpoint-rank reshard3|refused3 DIR   the same for stage 3's FullyShardedModule,
+//       and across the stages (fully_sharded_checkpoint_scenarios.cc)
 // Prints "PASS <scenario>" at the end; an unexpected braid::Error as "ERROR <kind>: <message>".
+#include "zero_checkpoint_scenarios.h"
+
 #include <fmt/format.h>
 #include <torch/torch.h>
 
@@ -52,14 +56,6 @@ struct Trained {
   std::unique_ptr<ZeroOptimizer> zero;
 };
 
-std::unique_ptr<torch::optim::Optimizer> make_optimizer(const std::string& kind, std::vector<torch::Tensor> params) {
-  if (kind == "sgd") return std::make_unique<torch::optim::SGD>(std::move(params), torch::optim::SGDOptions(0.1).momentum(0.9));
-  if (kind == "adam-amsgrad") {
-    return std::make_unique<torch::optim::Adam>(std::move(params), torch::optim::AdamOptions(0.01).amsgrad(true));
-  }
-  return std::make_unique<torch::optim::AdamW>(std::move(params), torch::optim::AdamWOptions(0.01));
-}
-
 // Built and stepped once (so that the optimizer has state), from `seed`'s initialisation.
 // cap "0.0005" MiB: buckets of up to 131 floats; "0.00001": every parameter a bucket of its own.
 Trained train_one_step(braid::Communicator& comm, const std::string& kind, int seed, int hidden = 16,
@@ -69,7 +65,7 @@ Trained train_one_step(braid::Communicator& comm, const std::string& kind, int s
   t.ddp = std::make_unique<braid::torch::DistributedDataParallel>(comm, t.model,
                                                                   braid::torch::DdpOptions{.bucket_cap = cap, .zero_stage = 1});
   t.zero = std::make_unique<ZeroOptimizer>(*t.ddp, [&](std::vector<torch::Tensor> shards) {
-    return make_optimizer(kind, std::move(shards));
+    return make_checkpoint_optimizer(kind, std::move(shards));
   });
   t.zero->zero_grad();
   torch::manual_seed(100 + comm.rank());
@@ -123,11 +119,6 @@ int faults_after_load(ZeroOptimizer& zero, const std::string& kind) {
   return faults;
 }
 
-// The world's first `n` ranks (nullopt on the others). Collective over the world.
-std::optional<braid::Communicator> first_ranks(braid::Communicator& world, int n) {
-  return world.split(world.rank() < n ? 0 : braid::Communicator::kUndefinedColor, world.rank());
-}
-
 // Saves at n = 1..W and loads each at m = 1..W (buckets of up to 131 floats), and at m = W into
 // one bucket per parameter (other bucket boundaries: the re-cut crosses them).
 void reshard(braid::Communicator& world, const std::string& dir) {
@@ -175,24 +166,6 @@ std::uint32_t state_digest(ZeroOptimizer& zero, const std::string& kind) {
   return crc;
 }
 
-void damage(const std::string& name, const std::string& dir, int world) {
-  std::string shard0 = dir + "/zero-1-rank0.pt";
-  if (name == "flipped-byte" || name == "damaged-manifest") {
-    std::string file = name == "flipped-byte" ? shard0 : dir + "/zero-checkpoint.json";
-    std::fstream io(file, std::ios::in | std::ios::out | std::ios::binary);
-    auto middle = static_cast<std::streamoff>(fs::file_size(file) / 2);
-    char c = 0;
-    io.seekg(middle);
-    io.get(c);
-    io.seekp(middle);
-    io.put(static_cast<char>(c ^ 0x10));
-  } else if (name == "truncated-shard") {
-    fs::resize_file(shard0, fs::file_size(shard0) / 2);
-  } else if (name == "missing-shard") {
-    fs::remove(fmt::format("{}/zero-1-rank{}.pt", dir, world - 1));
-  }
-}
-
 void refused(braid::Communicator& comm, const std::string& dir) {
   const std::string kind = "adam-amsgrad";
   {
@@ -203,7 +176,7 @@ void refused(braid::Communicator& comm, const std::string& dir) {
     std::string copy = dir + "/" + name;
     if (comm.rank() == 0) {
       fs::copy(dir + "/intact", copy, fs::copy_options::recursive);
-      damage(name, copy, comm.size());
+      damage_checkpoint(name, copy, comm.size());
     }
     comm.barrier();
     Trained t = train_one_step(comm, kind, 2, name == "another-model" ? 17 : 16);
@@ -221,17 +194,53 @@ void refused(braid::Communicator& comm, const std::string& dir) {
 
 }  // namespace
 
+std::unique_ptr<torch::optim::Optimizer> make_checkpoint_optimizer(const std::string& kind, std::vector<torch::Tensor> params) {
+  if (kind == "sgd") return std::make_unique<torch::optim::SGD>(std::move(params), torch::optim::SGDOptions(0.1).momentum(0.9));
+  if (kind == "adam-amsgrad") {
+    return std::make_unique<torch::optim::Adam>(std::move(params), torch::optim::AdamOptions(0.01).amsgrad(true));
+  }
+  return std::make_unique<torch::optim::AdamW>(std::move(params), torch::optim::AdamWOptions(0.01));
+}
+
+std::optional<braid::Communicator> first_ranks(braid::Communicator& world, int n) {
+  return world.split(world.rank() < n ? 0 : braid::Communicator::kUndefinedColor, world.rank());
+}
+
+void damage_checkpoint(const std::string& name, const std::string& dir, int world) {
+  std::string shard0 = dir + "/zero-1-rank0.pt";
+  if (name == "flipped-byte" || name == "damaged-manifest") {
+    std::string file = name == "flipped-byte" ? shard0 : dir + "/zero-checkpoint.json";
+    std::fstream io(file, std::ios::in | std::ios::out | std::ios::binary);
+    auto middle = static_cast<std::streamoff>(fs::file_size(file) / 2);
+    char c = 0;
+    io.seekg(middle);
+    io.get(c);
+    io.seekp(middle);
+    io.put(static_cast<char>(c ^ 0x10));
+  } else if (name == "truncated-shard") {
+    fs::resize_file(shard0, fs::file_size(shard0) / 2);
+  } else if (name == "missing-shard") {
+    fs::remove(fmt::format("{}/zero-1-rank{}.pt", dir, world - 1));
+  }
+}
+
+
 int main(int argc, char** argv) {
   using Scenario = void (*)(braid::Communicator&, const std::string&);
   const std::map<std::string, Scenario> scenarios = {{"reshard", reshard}, {"refused", refused}};
   auto scenario = argc == 3 ? scenarios.find(argv[1]) : scenarios.end();
-  if (scenario == scenarios.end()) {
-    std::fprintf(stderr, "usage: braid-zero-checkpoint-rank reshard|refused DIR\n");
+  bool stage3 = argc == 3 && is_fully_sharded_checkpoint_scenario(argv[1]);
+  if (scenario == scenarios.end() && !stage3) {
+    std::fprintf(stderr, "usage: braid-zero-checkpoint-rank reshard|refused|reshard3|refused3 DIR\n");
     return 2;
   }
   try {
     braid::Communicator comm = braid::Communicator::init();
-    scenario->second(comm, argv[2]);
+    if (stage3) {
+      run_fully_sharded_checkpoint_scenario(comm, argv[1], argv[2]);
+    } else {
+      scenario->second(comm, argv[2]);
+    }
     std::printf("PASS %s\n", argv[1]);
   } catch (const braid::Error& e) {  // the scenarios catch the errors they expect
     std::printf("ERROR %s: %s\n", braid::error_kind_name(e.kind()), e.what());

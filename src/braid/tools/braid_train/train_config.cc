@@ -103,7 +103,8 @@ void add_train_flags(CLI::App& app, TrainConfig& c) {
   app.add_option("--accumulate", c.accumulate, "micro-batches per optimizer step (gradient accumulation)")
       ->capture_default_str();
   app.add_option("--checkpoint-dir", c.checkpoint_dir,
-                 "write checkpoints here (atomically; rank 0, or with --zero every rank its shards)");
+                 "write checkpoints here (atomically; rank 0, or with --zero 1|2|3 every rank its shards, which "
+                 "resume at any world size and stage)");
   app.add_option("--checkpoint-every", c.checkpoint_every, "steps between checkpoints (0: each epoch end)");
   app.add_flag("--resume", c.resume, "continue from --checkpoint-dir's checkpoint (an error when there is none)");
   app.add_flag("--resume-if-present", c.resume_if_present,
@@ -231,10 +232,6 @@ void validate_zero(const TrainConfig& c) {
     if (c.uses_mesh()) {
       bad("with --tp, --pp or --dropout (the mesh trainer) is not implemented yet; stage 3 runs on the data-parallel "
           "trainer");
-    }
-    if (!c.checkpoint_dir.empty() || c.resumes()) {
-      bad("with --checkpoint-dir or --resume: stage 3's sharded checkpoints are not implemented yet (stages 1 and 2 "
-          "have them)");
     }
   }
   if (c.uses_mesh() && c.zero == 2) {

@@ -108,7 +108,6 @@ TEST(TrainConfig, ZeroStagesAndWhatTheyRefuse) {
     EXPECT_NE(error.find(message), std::string::npos) << error;
   };
   refused({"--zero", "3", "--max-gathered-units", "0"}, "--zero 3: --max-gathered-units 0: must be >= 1");
-  refused({"--zero", "3", "--checkpoint-dir", "ckpt"}, "--zero 3: with --checkpoint-dir or --resume");
   refused({"--model", "gpt", "--zero", "3", "--tp", "2"}, "--zero 3: with --tp, --pp or --dropout");
   refused({"--zero", "-1"}, "--zero -1: the stage must be 0, 1, 2 or 3");
   EXPECT_EQ(error_of(parse({"--model", "gpt", "--zero", "1", "--tp", "2", "--pp", "2", "--clip-grad", "1"}), 8), "");
@@ -120,14 +119,16 @@ TEST(TrainConfig, ZeroStagesAndWhatTheyRefuse) {
   EXPECT_EQ(error_of(parse({"--zero", "1", "--checkpoint-dir", "ckpt", "--checkpoint-every", "2"}), 4), "");
   EXPECT_EQ(error_of(parse({"--zero", "2", "--checkpoint-dir", "ckpt", "--resume-if-present"}), 4), "");
   EXPECT_EQ(error_of(parse({"--zero", "2", "--checkpoint-dir", "ckpt", "--resume"}), 2), "");
+  EXPECT_EQ(error_of(parse({"--zero", "3", "--checkpoint-dir", "ckpt", "--resume"}), 4), "");
 }
 
 // A ZeRO checkpoint resumes at any world size: its fingerprint has no world size and no stage
-// (stages 1 and 2 compute the same numbers), but the epoch's length in steps, and everything
+// (stages 1, 2 and 3 compute the same numbers), but the epoch's length in steps, and everything
 // else that changes the trajectory.
 TEST(TrainConfig, ZeroFingerprintLeavesOutTheWorldSizeOnly) {
   TrainConfig a = parse({"--zero", "1"}), b = parse({"--zero", "2"});
   EXPECT_EQ(a.zero_fingerprint(10), b.zero_fingerprint(10));
+  EXPECT_EQ(a.zero_fingerprint(10), parse({"--zero", "3", "--max-gathered-units", "1"}).zero_fingerprint(10));
   EXPECT_EQ(a.zero_fingerprint(10).find("world"), std::string::npos) << a.zero_fingerprint(10);
   EXPECT_NE(a.zero_fingerprint(10), a.zero_fingerprint(11));
   EXPECT_NE(a.zero_fingerprint(10), a.fingerprint(2));

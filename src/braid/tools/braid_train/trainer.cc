@@ -45,7 +45,8 @@ class Trainer {
   void train_epoch(std::int64_t epoch, std::int64_t first_batch, EpochFigures& figures);
   double train_step(std::span<const std::int64_t> indices, EpochFigures& figures);
   TrainerCheckpoint checkpoint() {
-    return {.comm = comm_, .config = config_, .ddp = *ddp_, .optimizer = optimizer_.get(), .zero = zero_.get(),
+    return {.comm = comm_, .config = config_, .ddp = ddp_.get(), .optimizer = optimizer_.get(), .zero = zero_.get(),
+            .sharded = sharded_.get(), .scaler = precision_.scaler ? &*precision_.scaler : nullptr,
             .steps_per_epoch = steps_per_epoch_};
   }
   void progress(std::int64_t epoch, std::int64_t batch, double loss);
