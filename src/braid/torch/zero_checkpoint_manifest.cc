@@ -64,11 +64,15 @@ ZeroManifest manifest_of(const json& body) {
   for (const json& b : body.at("buckets")) {
     ManifestBucket bucket;
     if (b.at("params").empty()) throw Malformed("a bucket without parameters");
+    std::int64_t elements = 0;  // summed here, checked: elements() would overflow on counts near 2^63
     for (const json& p : b.at("params")) {
       bucket.params.push_back({.name = p.at("name").get<std::string>(), .count = p.at("count").get<std::int64_t>()});
       if (bucket.params.back().count < 0) throw Malformed("a negative parameter count");
+      if (__builtin_add_overflow(elements, bucket.params.back().count, &elements)) {
+        throw Malformed("a bucket's parameter counts overflow 64 bits");
+      }
     }
-    if (bucket.elements() != b.at("elements").get<std::int64_t>()) {
+    if (elements != b.at("elements").get<std::int64_t>()) {
       throw Malformed("a bucket's elements are not its parameters' sum");
     }
     m.buckets.push_back(std::move(bucket));
