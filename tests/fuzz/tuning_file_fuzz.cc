@@ -7,10 +7,13 @@
 //   - an accepted rule naming an algorithm the registry does not have, or with min > max;
 //   - an accepted table that does not survive tuning_json: writing it and parsing the text
 //     again must give the same rules, in order;
-//   - a crash in the tuner's lookup (TuningTable::matching) over the accepted rules.
+//   - TuningTable::matching (the tuner's lookup) listing other than the rules that match a key, in
+//     table order.
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "braid/collectives/algorithm_registry.h"
 #include "braid/collectives/tuning_file.h"
@@ -27,12 +30,16 @@ void check_table(const TuningTable& table, std::uint64_t probe) {
     require(rule.min_bytes <= rule.max_bytes && rule.min_world <= rule.max_world && rule.min_hosts <= rule.max_hosts,
             "a rule with min > max was accepted");
     require(rule.min_world >= 1 && rule.min_hosts >= 1, "a rule for fewer than one rank or host was accepted");
-    // The rule's own corners must match it.
-    for (std::uint64_t bytes : {rule.min_bytes, rule.max_bytes, probe}) {
-      TuningKey key{.op = rule.op, .bytes = bytes, .world = rule.min_world, .hosts = rule.max_hosts};
-      bool listed = false;
-      for (std::string_view name : table.matching(key)) listed = listed || name == rule.algorithm;
-      require(listed == rule.matches(key), "matching() disagrees with TuningRule::matches");
+  }
+  // matching() is the rules that match, in table order; probed at every rule's corners.
+  for (const TuningRule& corner : table.rules) {
+    for (std::uint64_t bytes : {corner.min_bytes, corner.max_bytes, probe}) {
+      const TuningKey key{.op = corner.op, .bytes = bytes, .world = corner.min_world, .hosts = corner.max_hosts};
+      std::vector<std::string_view> expected;
+      for (const TuningRule& rule : table.rules) {
+        if (rule.matches(key)) expected.push_back(rule.algorithm);
+      }
+      require(table.matching(key) == expected, "matching() is not the matching rules in table order");
     }
   }
   TuningTable again;
