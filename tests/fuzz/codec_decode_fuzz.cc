@@ -32,12 +32,14 @@
 #include <string>
 #include <string_view>
 #include <typeinfo>
+#include <utility>
 #include <vector>
 
 #include "braid/base/crc32c.h"
 #include "braid/base/error.h"
 #include "braid/compress/codec.h"
 #include "braid/compress/payload_header.h"
+#include "fuzz_support.h"
 
 namespace braid::compress {
 namespace {
@@ -55,27 +57,13 @@ constexpr std::uint64_t kMaxCrossEncodeCount = 512;
 
 using Bytes = std::span<const std::byte>;
 
-[[noreturn]] void finding(std::string_view what, std::string_view detail = {}) {
-  std::fprintf(stderr, "codec_decode_fuzz: FINDING: %.*s%s%.*s\n", static_cast<int>(what.size()), what.data(),
-               detail.empty() ? "" : ": ", static_cast<int>(detail.size()), detail.data());
-  std::abort();
-}
+using fuzz::finding;
 
 // Runs fn; true if it returned, false if it threw one of the errors a decoder may throw. Any
 // other exception is a finding.
 template <typename Fn>
 bool succeeds(std::string_view what, Fn&& fn) {
-  try {
-    fn();
-    return true;
-  } catch (const Error& e) {
-    if (e.kind() != ErrorKind::kCorrupt && e.kind() != ErrorKind::kInvalidArgument) finding(what, e.what());
-    return false;
-  } catch (const std::exception& e) {
-    finding(what, std::string(typeid(e).name()) + ": " + e.what());
-  } catch (...) {
-    finding(what, "an exception that is not a std::exception");
-  }
+  return fuzz::succeeds(what, {ErrorKind::kCorrupt, ErrorKind::kInvalidArgument}, std::forward<Fn>(fn));
 }
 
 bool same_bits(float a, float b) { return std::memcmp(&a, &b, sizeof(float)) == 0 || (std::isnan(a) && std::isnan(b)); }
@@ -319,6 +307,11 @@ std::optional<std::vector<std::byte>> with_valid_checksum(Bytes input) {
 
 }  // namespace
 }  // namespace braid::compress
+
+extern "C" int LLVMFuzzerInitialize(int*, char***) {
+  braid::fuzz::target_name = "codec_decode_fuzz";
+  return 0;
+}
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace braid::compress;

@@ -111,6 +111,17 @@ Request decode_request(std::string_view payload) {
   return request;
 }
 
+std::optional<SplitRequest> next_request(std::string_view bytes) {
+  if (bytes.size() < kLengthPrefixBytes) return std::nullopt;
+  std::uint32_t length = peek_length(bytes);
+  if (length > kMaxFrameBytes) {
+    throw Corrupt({}, fmt::format("frame of {} bytes exceeds the {}-byte limit", length, kMaxFrameBytes));
+  }
+  if (bytes.size() - kLengthPrefixBytes < length) return std::nullopt;
+  return SplitRequest{.request = decode_request(bytes.substr(kLengthPrefixBytes, length)),
+                      .frame_bytes = kLengthPrefixBytes + length};
+}
+
 std::string encode_response(const Response& response) {
   std::string out;
   out.reserve(kLengthPrefixBytes + 5 + response.value.size());

@@ -16,6 +16,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -54,6 +55,17 @@ const char* op_name(Op op);
 std::string encode_request(const Request& request);
 // Parses a request payload (without the prefix). Throws Corrupt on any bound or shape violation.
 Request decode_request(std::string_view payload);
+
+// The first whole request frame at the front of `bytes` (what a server has buffered from one
+// client): the request and how many bytes its frame took, or nullopt while the frame is not all
+// there yet. Throws Corrupt, before waiting for the rest, on a length prefix over
+// kMaxFrameBytes, and on a payload decode_request refuses. The store server's parsing loop;
+// tests/fuzz/store_frame_fuzz.cc drives it on arbitrary byte streams.
+struct SplitRequest {
+  Request request;
+  std::size_t frame_bytes = 0;  // prefix and payload
+};
+std::optional<SplitRequest> next_request(std::string_view bytes);
 
 std::string encode_response(const Response& response);
 Response decode_response(std::string_view payload);

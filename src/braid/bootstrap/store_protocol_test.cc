@@ -65,5 +65,25 @@ TEST(StoreProtocol, DecoderRejectsMalformedPayloads) {
   EXPECT_THROW(decode_request(many), Corrupt);
 }
 
+// The server's framing (store_server.cc's per-client loop): whole frames one by one, nothing
+// while a frame is still arriving, and an oversized length refused before waiting for it.
+TEST(StoreProtocol, NextRequestSplitsWholeFramesAndRefusesOversizedOnes) {
+  const std::string set = encode_request({Op::kSet, {"k"}, "v"});
+  const std::string get = encode_request({Op::kGet, {"k"}, ""});
+  const std::string stream = set + get;
+  auto first = next_request(stream);
+  ASSERT_TRUE(first.has_value());
+  EXPECT_EQ(first->frame_bytes, set.size());
+  EXPECT_EQ(first->request.value, "v");
+  auto second = next_request(std::string_view(stream).substr(first->frame_bytes));
+  ASSERT_TRUE(second.has_value());
+  EXPECT_EQ(second->request.op, Op::kGet);
+  EXPECT_FALSE(next_request(std::string_view(get).substr(0, get.size() - 1)).has_value());
+  EXPECT_FALSE(next_request("\x05\x00").has_value());
+  const std::string oversized = "\xff\xff\xff\xff";  // 4 GiB announced: refused at once
+  EXPECT_THROW(next_request(oversized), Corrupt);
+  EXPECT_THROW(next_request(std::string("\x01\x00\x00\x00\x09", 5)), Corrupt);  // unknown op
+}
+
 }  // namespace
 }  // namespace braid::store_wire

@@ -274,15 +274,10 @@ class StoreServer::Loop {
         pos += net::kProofBytes;
         continue;
       }
-      if (avail.size() < store_wire::kLengthPrefixBytes) break;
-      std::uint32_t length = store_wire::peek_length(avail);
-      if (length > store_wire::kMaxFrameBytes) {
-        throw Corrupt({}, fmt::format("frame of {} bytes exceeds the {}-byte limit", length, store_wire::kMaxFrameBytes));
-      }
-      if (avail.size() < store_wire::kLengthPrefixBytes + length) break;
-      Request request = store_wire::decode_request(avail.substr(store_wire::kLengthPrefixBytes, length));
-      pos += store_wire::kLengthPrefixBytes + length;
-      execute(c, std::move(request));
+      std::optional<store_wire::SplitRequest> frame = store_wire::next_request(avail);
+      if (!frame) break;
+      pos += frame->frame_bytes;
+      execute(c, std::move(frame->request));
     }
     if (!c.dead) c.in.erase(0, pos);
     return pos > 0;

@@ -126,7 +126,7 @@ TuningTable parse_tuning_json(std::string_view text, std::string_view source) {
   json doc;
   try {
     doc = json::parse(text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, or out_of_range for a number past a double (1e999)
     reader.fail(fmt::format("not valid JSON: {}", e.what()));
   }
   check_header(reader, doc);

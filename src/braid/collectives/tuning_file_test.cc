@@ -63,6 +63,7 @@ TEST(TuningFileTest, MalformedFilesNameTheFileAndTheProblem) {
   };
   const Case cases[] = {
       {"{", "not valid JSON"},
+      {R"({"rules": [], "version": 1e999})", "not valid JSON"},  // a number past a double (tuning_file_fuzz)
       {"[]", "top level must be a JSON object"},
       {R"({"version": 1})", "missing \"rules\""},
       {R"({"rules": {}})", "missing \"rules\""},

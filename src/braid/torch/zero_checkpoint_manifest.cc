@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <map>
+#include <limits>
 #include <stdexcept>
 
 #include "braid/base/crc32c.h"
@@ -23,10 +24,23 @@ struct Malformed : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// An integer field, never converted from a float or wrapped from a larger unsigned value:
+// nlohmann's get<std::int64_t>() casts a double such as 9e28 (undefined behaviour) and
+// truncates 1.5 silently (found by tests/fuzz/checkpoint_manifest_fuzz).
+template <typename Int>
+Int integer_of(const json& j) {
+  const bool fits = j.is_number_integer() &&
+                    (j.is_number_unsigned() ? j.get<std::uint64_t>() <= std::uint64_t{std::numeric_limits<Int>::max()}
+                                            : j.get<std::int64_t>() >= std::numeric_limits<Int>::min() &&
+                                                  j.get<std::int64_t>() <= std::numeric_limits<Int>::max());
+  if (!fits) throw Malformed(fmt::format("{} is not an integer in range", j.dump()));
+  return static_cast<Int>(j.get<std::int64_t>());
+}
+
 json file_json(const ManifestFile& f) { return {{"file", f.file}, {"bytes", f.bytes}}; }
 
 ManifestFile file_of(const json& j) {
-  ManifestFile f{.file = j.at("file").get<std::string>(), .bytes = j.at("bytes").get<std::int64_t>()};
+  ManifestFile f{.file = j.at("file").get<std::string>(), .bytes = integer_of<std::int64_t>(j.at("bytes"))};
   // A name, never a path: the loader opens it inside the checkpoint directory only.
   if (f.file.empty() || f.file.find('/') != std::string::npos || f.file.starts_with(".") || f.bytes < 0) {
     throw Malformed(fmt::format("bad file entry {}", j.dump()));
@@ -70,39 +84,49 @@ void check_bucket_lengths(const ZeroManifest& m, const json& buckets) {
     throw Malformed(fmt::format("alignment_bytes {}: not a power of two that floats fit", m.alignment_bytes));
   }
   if (m.sharding != "buckets" && m.sharding != "units") throw Malformed(fmt::format("sharding '{}'", m.sharding));
-  engine::ShardLayout layout = manifest_layout(m.buckets, 1, static_cast<std::size_t>(m.alignment_bytes));
+  engine::ShardLayout layout;
+  try {
+    layout = manifest_layout(m.buckets, 1, static_cast<std::size_t>(m.alignment_bytes));
+  } catch (const InvalidArgument& e) {  // a decoder reports what it read as Corrupt, never a caller's error
+    throw Malformed(e.detail());
+  }
   for (std::size_t b = 0; b < m.buckets.size(); ++b) {
-    if (layout.buffers[b].used_elements != buckets.at(b).at("elements").get<std::int64_t>()) {
+    if (layout.buffers[b].used_elements != integer_of<std::int64_t>(buckets.at(b).at("elements"))) {
       throw Malformed(fmt::format("bucket {}'s elements are not where its parameters end", b));
     }
   }
 }
 
 ZeroManifest manifest_of(const json& body, int format) {
-  ZeroManifest m{.generation = body.at("generation").get<std::int64_t>(),
-                 .world_size = body.at("world_size").get<int>(),
+  ZeroManifest m{.generation = integer_of<std::int64_t>(body.at("generation")),
+                 .world_size = integer_of<int>(body.at("world_size")),
                  .optimizer = body.at("optimizer").get<std::string>(),
                  .fingerprint = body.at("fingerprint").get<std::string>(),
-                 .step = body.at("position").at("step").get<std::int64_t>(),
-                 .epoch = body.at("position").at("epoch").get<std::int64_t>(),
-                 .batch_in_epoch = body.at("position").at("batch_in_epoch").get<std::int64_t>(),
+                 .step = integer_of<std::int64_t>(body.at("position").at("step")),
+                 .epoch = integer_of<std::int64_t>(body.at("position").at("epoch")),
+                 .batch_in_epoch = integer_of<std::int64_t>(body.at("position").at("batch_in_epoch")),
                  .buffers = file_of(body.at("buffers"))};
   if (format != kFirstFormat) {
     m.sharding = body.at("sharding").get<std::string>();
-    m.alignment_bytes = body.at("alignment_bytes").get<std::int64_t>();
+    m.alignment_bytes = integer_of<std::int64_t>(body.at("alignment_bytes"));
     if (body.contains("loss_scaler")) {
       const json& s = body.at("loss_scaler");
       m.loss_scaler = parallel::DynamicLossScaler::State{
-          .scale = s.at("scale").get<double>(), .clean = s.at("clean").get<std::int64_t>(),
-          .skipped = s.at("skipped").get<std::int64_t>(), .overflows_in_a_row = s.at("overflows_in_a_row").get<int>()};
+          .scale = s.at("scale").get<double>(), .clean = integer_of<std::int64_t>(s.at("clean")),
+          .skipped = integer_of<std::int64_t>(s.at("skipped")), .overflows_in_a_row = integer_of<int>(s.at("overflows_in_a_row"))};
     }
   }
   for (const json& b : body.at("buckets")) {
     ManifestBucket bucket;
     if (b.at("params").empty()) throw Malformed("a bucket without parameters");
+    std::int64_t elements = 0;  // summed here, checked: elements() would overflow on counts near 2^63
     for (const json& p : b.at("params")) {
-      bucket.params.push_back({.name = p.at("name").get<std::string>(), .count = p.at("count").get<std::int64_t>()});
+      bucket.params.push_back(
+          {.name = p.at("name").get<std::string>(), .count = integer_of<std::int64_t>(p.at("count"))});
       if (bucket.params.back().count < 0) throw Malformed("a negative parameter count");
+      if (__builtin_add_overflow(elements, bucket.params.back().count, &elements)) {
+        throw Malformed("a bucket's parameter counts overflow 64 bits");
+      }
     }
     m.buckets.push_back(std::move(bucket));
   }
@@ -143,7 +167,7 @@ ZeroManifest decode_manifest(const std::string& text, const ErrorContext& contex
       throw Corrupt(context, fmt::format("{}: the manifest is damaged: its body has CRC32C {}, it recorded {}", path,
                                          actual, recorded));
     }
-    int format = whole.at("body").at("format").get<int>();
+    int format = integer_of<int>(whole.at("body").at("format"));
     if (format != kFormat && format != kFirstFormat) {
       throw Corrupt(context, fmt::format("{}: manifest format {}, this braid reads {} and {}", path, format,
                                          kFirstFormat, kFormat));

@@ -4,9 +4,10 @@
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
-
 #include <nlohmann/json.hpp>
 
+#include <cstdint>
+#include <functional>
 #include <string>
 
 #include "braid/base/crc32c.h"
@@ -37,6 +38,26 @@ std::string with_crc(nlohmann::json whole) {
   std::string body = whole["body"].dump();
   whole["crc32c"] = fmt::format("{:08x}", crc32c(body.data(), body.size()));
   return whole.dump();
+}
+
+// A manifest edited as JSON, its CRC32C recomputed: what someone crafting a file can write (the
+// CRC guards against damage only). Found by tests/fuzz/checkpoint_manifest_fuzz.
+std::string crafted(const std::function<void(nlohmann::json& body)>& edit) {
+  nlohmann::json whole = nlohmann::json::parse(encode_manifest(example()));
+  edit(whole["body"]);
+  return with_crc(whole);
+}
+
+TEST(ZeroManifestTest, NumbersOutOfRangeAreCorruptEvenWithAValidCrc) {
+  EXPECT_NE(corrupt_message(crafted([](nlohmann::json& b) { b["buckets"][1]["params"][0]["count"] = 9.2e28; }))
+                .find("not an integer in range"),
+            std::string::npos);  // was a float-to-int conversion out of range (undefined behaviour)
+  EXPECT_NE(corrupt_message(crafted([](nlohmann::json& b) { b["world_size"] = 1.5; })).find("not an integer in range"),
+            std::string::npos);  // was truncated to 1
+  EXPECT_NE(corrupt_message(crafted([](nlohmann::json& b) {
+              b["buckets"][1]["params"] = {{{"name", "a"}, {"count", INT64_MAX}}, {{"name", "b"}, {"count", INT64_MAX}}};
+            })).find("overflow 64 bits"),
+            std::string::npos);  // the bucket's sum was a signed overflow
 }
 
 TEST(ZeroManifestTest, RoundTripsEveryField) {

@@ -185,6 +185,11 @@ TEST(TraceReaderTest, BadFilesAreReportedWithTheirName) {
   TempDir dir;
   EXPECT_THROW(read_trace_file(dir.file("missing.json")), InvalidArgument);
   EXPECT_NE(read_error<Corrupt>(dir, "{\"traceEvents\": [").find("not valid JSON"), std::string::npos);
+  // A number past a double made nlohmann throw out_of_range, not Corrupt (trace_reader_fuzz).
+  EXPECT_NE(read_error<Corrupt>(dir, "9E99999").find("not valid JSON"), std::string::npos);
+  EXPECT_NE(read_error<Corrupt>(dir, R"({"traceEvents": [], "otherData": {"braid_trace": 4294967297, "rank": 0}})")
+                .find("braid trace format 4294967297"),
+            std::string::npos);  // not wrapped to version 1
   EXPECT_NE(read_error<Corrupt>(dir, "[1, 2]").find("no \"traceEvents\""), std::string::npos);
   EXPECT_NE(read_error<Corrupt>(dir, "{\"traceEvents\": []}").find("not a braid trace"), std::string::npos);
   EXPECT_NE(read_error<Corrupt>(dir, R"({"traceEvents": [], "otherData": {"braid_trace": 99, "rank": 0}})")

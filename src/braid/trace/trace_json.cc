@@ -90,7 +90,7 @@ json parse_braid_trace(const std::string& text, const std::string& path) {
   json trace;
   try {
     trace = json::parse(text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, or out_of_range for a number past a double (1e999)
     corrupt(path, fmt::format("not valid JSON ({})", e.what()));
   }
   if (!trace.is_object() || !trace.contains("traceEvents") || !trace["traceEvents"].is_array()) {
@@ -101,7 +101,8 @@ json parse_braid_trace(const std::string& text, const std::string& path) {
       !(*other)[kVersionKey].is_number_integer()) {
     corrupt(path, fmt::format("not a braid trace (no otherData.{})", kVersionKey));
   }
-  int version = (*other)[kVersionKey].get<int>();
+  // As int64: a version past INT_MAX must not wrap into the accepted range.
+  std::int64_t version = (*other)[kVersionKey].get<std::int64_t>();
   if (version < 1 || version > kVersion) {
     corrupt(path, fmt::format("braid trace format {} (this braid reads 1 to {})", version, kVersion));
   }

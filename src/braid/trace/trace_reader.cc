@@ -93,16 +93,22 @@ std::vector<TraceData> read_ranks(const json& trace, const std::string& path) {
   return result;
 }
 
-}  // namespace
-
-std::vector<TraceData> read_trace_file(const std::string& path) {
-  json trace = jf::load_braid_trace(path);
+// read_ranks, with what nlohmann throws turned into Corrupt.
+std::vector<TraceData> read_ranks_of(const json& trace, const std::string& path) {
   try {
     return read_ranks(trace, path);
   } catch (const json::exception& e) {
     // A field of the wrong type or a missing rank entry: the file is not what braid wrote.
     throw Corrupt({.op = "trace.read"}, fmt::format("{}: malformed braid trace ({})", path, e.what()));
   }
+}
+
+}  // namespace
+
+std::vector<TraceData> read_trace_file(const std::string& path) { return read_ranks_of(jf::load_braid_trace(path), path); }
+
+std::vector<TraceData> read_trace_text(const std::string& text, const std::string& path) {
+  return read_ranks_of(jf::parse_braid_trace(text, path), path);
 }
 
 }  // namespace braid::trace

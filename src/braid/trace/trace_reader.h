@@ -16,5 +16,7 @@ namespace braid::trace {
 // Throws braid::InvalidArgument (cannot read) or braid::Corrupt (not JSON, not a braid
 // trace, malformed events), naming the file.
 std::vector<TraceData> read_trace_file(const std::string& path);
+// The same from a trace file's text (`path` names it in errors: Corrupt only).
+std::vector<TraceData> read_trace_text(const std::string& text, const std::string& path);
 
 }  // namespace braid::trace

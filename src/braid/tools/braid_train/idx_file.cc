@@ -4,15 +4,51 @@
 #include <zlib.h>
 
 #include <filesystem>
-#include <functional>
-#include <numeric>
+#include <optional>
+#include <span>
 
 #include "braid/base/error.h"
 
 namespace braid::train {
 namespace {
 
+std::uint32_t big_endian_u32(const std::uint8_t* p) {
+  return (std::uint32_t{p[0]} << 24) | (std::uint32_t{p[1]} << 16) | (std::uint32_t{p[2]} << 8) | p[3];
+}
+
+struct IdxHeader {
+  std::vector<std::int64_t> dims;
+  std::size_t header_bytes = 0;
+  std::size_t body_bytes = 0;  // the product of dims, at most kMaxIdxBodyBytes
+};
+
+// The header at the front of `bytes`, or nullopt while fewer bytes than it takes are there.
+// Throws Corrupt for a bad magic, a dimension count outside 1..4, or dimensions whose product
+// passes kMaxIdxBodyBytes (checked as it is multiplied, so it never overflows).
+std::optional<IdxHeader> read_header(std::span<const std::uint8_t> bytes, const std::string& path) {
+  const ErrorContext context{.op = "read_idx"};
+  if (bytes.size() < 4) return std::nullopt;
+  if (bytes[0] != 0 || bytes[1] != 0 || bytes[2] != 0x08) {
+    throw Corrupt(context, fmt::format("{}: not an IDX file of unsigned bytes (bad magic)", path));
+  }
+  const std::size_t rank = bytes[3];
+  if (rank < 1 || rank > 4) throw Corrupt(context, fmt::format("{}: {} dimensions (IDX files have 1 to 4)", path, rank));
+  IdxHeader header{.header_bytes = 4 + 4 * rank, .body_bytes = 1};
+  if (bytes.size() < header.header_bytes) return std::nullopt;
+  for (std::size_t d = 0; d < rank; ++d) {
+    const std::uint32_t size = big_endian_u32(bytes.data() + 4 + 4 * d);
+    if (size != 0 && header.body_bytes > kMaxIdxBodyBytes / size) {
+      throw Corrupt(context, fmt::format("{}: its dimensions promise more than {} bytes of data", path, kMaxIdxBodyBytes));
+    }
+    header.body_bytes *= size;
+    header.dims.push_back(size);
+  }
+  return header;
+}
+
 // The whole file, decompressed when it is gzip (zlib's gz* functions read plain files as is).
+// Reading stops one byte past what the header promises: a small .gz that inflates to far more
+// (a corrupt or hostile file) is refused, never held in memory whole.
 std::vector<std::uint8_t> read_maybe_gzipped(const std::string& path) {
   if (!std::filesystem::is_regular_file(path)) {
     throw InvalidArgument({.op = "read_idx"}, fmt::format("{}: no such file", path));
@@ -20,18 +56,26 @@ std::vector<std::uint8_t> read_maybe_gzipped(const std::string& path) {
   gzFile file = gzopen(path.c_str(), "rb");
   if (file == nullptr) throw InvalidArgument({.op = "read_idx"}, fmt::format("{}: cannot open", path));
   std::vector<std::uint8_t> bytes;
+  std::optional<std::size_t> promised;
   std::uint8_t chunk[1 << 16];
   int got;
-  while ((got = gzread(file, chunk, sizeof chunk)) > 0) bytes.insert(bytes.end(), chunk, chunk + got);
+  while ((got = gzread(file, chunk, sizeof chunk)) > 0) {
+    bytes.insert(bytes.end(), chunk, chunk + got);
+    try {
+      if (!promised) {
+        if (auto header = read_header(bytes, path)) promised = header->header_bytes + header->body_bytes;
+      }
+    } catch (...) {
+      gzclose(file);
+      throw;
+    }
+    if (promised && bytes.size() > *promised) break;  // parse_idx says "longer than the header says"
+  }
   int error = 0;
   std::string message = got < 0 ? gzerror(file, &error) : "";
   gzclose(file);
   if (got < 0) throw Corrupt({.op = "read_idx"}, fmt::format("{}: {}", path, message));
   return bytes;
-}
-
-std::uint32_t big_endian_u32(const std::uint8_t* p) {
-  return (std::uint32_t{p[0]} << 24) | (std::uint32_t{p[1]} << 16) | (std::uint32_t{p[2]} << 8) | p[3];
 }
 
 // "<dir>/<name>.gz" when present, else "<dir>/<name>".
@@ -43,27 +87,21 @@ std::string locate(const std::string& dir, const std::string& name) {
 
 }  // namespace
 
-IdxArray read_idx(const std::string& path) {
-  std::vector<std::uint8_t> bytes = read_maybe_gzipped(path);
-  ErrorContext context{.op = "read_idx"};
-  if (bytes.size() < 4 || bytes[0] != 0 || bytes[1] != 0 || bytes[2] != 0x08) {
-    throw Corrupt(context, fmt::format("{}: not an IDX file of unsigned bytes (bad magic)", path));
+IdxArray read_idx(const std::string& path) { return parse_idx(read_maybe_gzipped(path), path); }
+
+IdxArray parse_idx(const std::vector<std::uint8_t>& bytes, const std::string& path) {
+  std::optional<IdxHeader> header = read_header(bytes, path);
+  if (!header) {
+    throw Corrupt({.op = "read_idx"}, fmt::format("{}: {} bytes, shorter than an IDX header", path, bytes.size()));
   }
-  std::size_t rank = bytes[3];
-  if (rank < 1 || rank > 4 || bytes.size() < 4 + 4 * rank) {
-    throw Corrupt(context, fmt::format("{}: {} dimensions in a {}-byte file", path, rank, bytes.size()));
+  if (bytes.size() - header->header_bytes != header->body_bytes) {
+    throw Corrupt({.op = "read_idx"}, fmt::format("{}: the header promises {} bytes of data, the file has {}{}", path,
+                                                  header->body_bytes, bytes.size() - header->header_bytes,
+                                                  bytes.size() > header->header_bytes + header->body_bytes ? " or more" : ""));
   }
-  IdxArray array;
-  for (std::size_t d = 0; d < rank; ++d) array.dims.push_back(big_endian_u32(bytes.data() + 4 + 4 * d));
-  std::size_t body = static_cast<std::size_t>(
-      std::accumulate(array.dims.begin(), array.dims.end(), std::int64_t{1}, std::multiplies<>()));
-  std::size_t header = 4 + 4 * rank;
-  if (bytes.size() - header != body) {
-    throw Corrupt(context, fmt::format("{}: the header promises {} bytes of data, the file has {}", path, body,
-                                       bytes.size() - header));
-  }
-  array.data.assign(bytes.begin() + static_cast<std::ptrdiff_t>(header), bytes.end());
-  return array;
+  return IdxArray{.dims = std::move(header->dims),
+                  .data = std::vector<std::uint8_t>(bytes.begin() + static_cast<std::ptrdiff_t>(header->header_bytes),
+                                                    bytes.end())};
 }
 
 ImageSet read_image_set(const std::string& dir, const std::string& prefix, std::int64_t limit) {

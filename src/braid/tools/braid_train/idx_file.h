@@ -3,6 +3,7 @@
 // followed by the bytes. Torch-free: the trainer turns the result into tensors.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -14,9 +15,16 @@ struct IdxArray {
   std::vector<std::uint8_t> data;   // row-major, product(dims) bytes
 };
 
+// The most data an IDX file may promise (Fashion-MNIST's largest file holds 47 MB): a header
+// promising more is Corrupt before anything is allocated for it.
+inline constexpr std::size_t kMaxIdxBodyBytes = std::size_t{1} << 32;
+
 // Throws InvalidArgument naming the path for a missing or unreadable file, and Corrupt for a
-// bad magic, a dimension count outside 1..4, or a body shorter or longer than the header says.
+// bad magic, a dimension count outside 1..4, dimensions promising more than kMaxIdxBodyBytes,
+// or a body shorter or longer than the header says.
 IdxArray read_idx(const std::string& path);
+// The same from the file's bytes, already decompressed (`path` names it in errors: Corrupt only).
+IdxArray parse_idx(const std::vector<std::uint8_t>& bytes, const std::string& path);
 
 // Fashion-MNIST (or MNIST) as the trainer uses it.
 struct ImageSet {

@@ -75,5 +75,22 @@ TEST_F(IdxFileTest, ImageSetNormalisesPixelsAndChecksLabels) {
   EXPECT_THROW(read_image_set(dir_.string(), "t10k", 0), Corrupt);  // label outside 0..9
 }
 
+// Found by tests/fuzz/idx_file_fuzz: four dimensions of 2^32-1 overflowed the product (signed
+// overflow), which could wrap to the file's real size and pass the length check.
+TEST_F(IdxFileTest, RefusesDimensionsWhoseProductOverflowsOrPassesTheBound) {
+  EXPECT_THROW(read_idx(write("overflow", idx({0xffffffffu, 0xffffffffu, 0xffffffffu, 0xffffffffu}, {}), false)),
+               Corrupt);
+  EXPECT_THROW(read_idx(write("over", idx({65536, 65536, 2}, {}), false)), Corrupt);  // 2^33 > kMaxIdxBodyBytes
+  EXPECT_EQ(read_idx(write("empty", idx({0, 0xffffffffu}, {}), false)).data.size(), 0u);  // a zero dimension: no data
+}
+
+// A .gz that inflates past what its header promises is Corrupt (read_maybe_gzipped stops one
+// chunk past the promise instead of inflating it all).
+TEST_F(IdxFileTest, StopsInflatingPastThePromisedSize) {
+  std::vector<std::uint8_t> bomb = idx({4}, {1, 2, 3, 4});
+  bomb.resize(bomb.size() + (std::size_t{64} << 20), 0);  // 64 MiB of zeros: ~64 KiB gzipped
+  EXPECT_THROW(read_idx(write("bomb.gz", bomb, true)), Corrupt);
+}
+
 }  // namespace
 }  // namespace braid::train
