@@ -10,7 +10,7 @@
 #include "braid/base/log.h"
 #include "braid/bootstrap/job_token.h"
 #include "braid/bootstrap/socket.h"
-#include "braid/bootstrap/store.h"
+#include "braid/bootstrap/key_value_store.h"
 #include "braid/transport/tcp/tcp_peer.h"
 #include "braid/transport/tcp/tcp_transport.h"
 
@@ -68,13 +68,13 @@ std::vector<std::pair<int, UniqueFd>> accept_peers(int listen_fd, std::set<int> 
 
 }  // namespace
 
-std::unique_ptr<TcpTransport> TcpTransport::connect(const TcpOptions& options, StoreClient& store,
+std::unique_ptr<TcpTransport> TcpTransport::connect(const TcpOptions& options, KeyValueStore& store,
                                                     Deadline deadline) {
   std::unique_ptr<TcpTransport> t(new TcpTransport(options));
   t->lost_after_ = peer_timeout();
   UniqueFd listener = net::tcp_listen(options.bind_addr, 0);
   std::string endpoint = net::format_endpoint(options.advertise_addr, net::local_port(listener.get()));
-  store.set(address_key(options.rank), endpoint);
+  store.set(address_key(options.rank), endpoint, deadline);
 
   std::vector<std::pair<int, UniqueFd>> connections;
   std::set<int> higher;
