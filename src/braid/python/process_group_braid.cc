@@ -1,5 +1,7 @@
 #include "braid/python/process_group_braid.h"
 
+#include <Python.h>
+
 #include <fmt/format.h>
 
 #include "braid/collectives/collective_queue.h"
@@ -14,13 +16,24 @@ namespace braid::python {
 ProcessGroupBraid::ProcessGroupBraid(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size)
     : c10d::ProcessGroup(rank, size), comm_(Communicator::init(rank, size, std::make_shared<C10dStore>(store, rank))) {}
 
-// The communicator's destructor waits for the queued ops (each bounded by BRAID_TIMEOUT).
-ProcessGroupBraid::~ProcessGroupBraid() = default;
+// The communicator's destructor waits for the queued ops (each bounded by BRAID_TIMEOUT). When
+// the last reference drops in Python (the GIL held), an op still queued may complete a future
+// whose callback is Python code (fut.then(fn)), which needs the GIL on braid's worker: wait for
+// the queue with the GIL released, or the two would wait for each other forever.
+ProcessGroupBraid::~ProcessGroupBraid() {
+  if (Py_IsInitialized() == 0 || PyGILState_Check() == 0) return;
+  PyThreadState* python = PyEval_SaveThread();
+  detail::CollectiveAccess(comm_).attachment<CollectiveQueue>().drain();
+  PyEval_RestoreThread(python);
+}
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupBraid::enqueue(c10d::OpType type, const char* op,
                                                           std::vector<at::Tensor> outputs, std::function<void()> body) {
   auto work = c10::make_intrusive<QueuedWork>(rank_, type, std::move(outputs));
   detail::CollectiveAccess(comm_).attachment<CollectiveQueue>().submit(context(op), [work, body = std::move(body)] {
+    // Copying results back into a leaf that requires grad (a parameter) is an update, not a
+    // step of the graph: allowed, and not recorded, as in an optimizer's step.
+    const at::NoGradGuard no_grad;
     try {
       body();
     } catch (...) {
