@@ -49,7 +49,8 @@ if(BRAID_PYTHON_FOUND)
   set(PYBIND11_FINDPYTHON ON)
   set(Python_EXECUTABLE ${BRAID_PYTHON})
   find_package(pybind11 CONFIG REQUIRED)
-  set(BRAID_PYTHON_INSTALL_DIR "${CMAKE_INSTALL_LIBDIR}/python${BRAID_PYTHON_VERSION}/dist-packages" CACHE STRING
+  # Not CMAKE_INSTALL_LIBDIR: with the prefix /usr that is lib/<multiarch>, not on sys.path.
+  set(BRAID_PYTHON_INSTALL_DIR "lib/python${BRAID_PYTHON_VERSION}/dist-packages" CACHE STRING
       "Where cmake --install puts the braid Python package (relative: under the prefix)")
   message(STATUS "braid: building the torch.distributed backend 'braid' (${braid_python_reason})")
 else()
