@@ -22,7 +22,7 @@ std::chrono::milliseconds store_timeout(Deadline deadline) {
 
 void C10dStore::set(const std::string& key, std::string_view value, Deadline /*deadline*/) {
   try {
-    store_->set(key, std::vector<std::uint8_t>(value.begin(), value.end()));
+    store_->set(prefixed(key), std::vector<std::uint8_t>(value.begin(), value.end()));
   } catch (const std::exception& e) {
     throw PeerLost({.rank = rank_, .op = "store.set"}, fmt::format("torch.distributed's store failed: {}", e.what()));
   }
@@ -31,7 +31,7 @@ void C10dStore::set(const std::string& key, std::string_view value, Deadline /*d
 std::string C10dStore::get(const std::string& key, Deadline deadline) {
   wait({key}, deadline);
   try {
-    const std::vector<std::uint8_t> value = store_->get(key);
+    const std::vector<std::uint8_t> value = store_->get(prefixed(key));
     return std::string(value.begin(), value.end());
   } catch (const std::exception& e) {
     throw PeerLost({.rank = rank_, .op = "store.get"}, fmt::format("torch.distributed's store failed: {}", e.what()));
@@ -42,8 +42,10 @@ std::string C10dStore::get(const std::string& key, Deadline deadline) {
 // them apart but the text; braid reports either as a Timeout naming the keys, which is what
 // the caller can act on (did every rank start?).
 void C10dStore::wait(const std::vector<std::string>& keys, Deadline deadline) {
+  std::vector<std::string> ours;
+  for (const std::string& key : keys) ours.push_back(prefixed(key));
   try {
-    store_->wait(keys, store_timeout(deadline));
+    store_->wait(ours, store_timeout(deadline));
   } catch (const std::exception& e) {
     throw Timeout({.rank = rank_, .op = "store.wait"},
                   fmt::format("waiting for keys [{}] in torch.distributed's store: {} — did every rank of the group "

@@ -2,6 +2,9 @@
 // group's PrefixStore over the TCPStore / FileStore that env://, tcp:// or file:// built), so
 // braid finds its peers wherever torch found them, with no port or variable of its own.
 //
+// braid's keys live under "braid/" in the group's store, apart from whatever torch or the user
+// keeps there.
+//
 // Thread-safety: as the c10d store it wraps; braid's rendezvous uses it from one thread.
 #pragma once
 
@@ -25,6 +28,8 @@ class C10dStore final : public KeyValueStore {
   void wait(const std::vector<std::string>& keys, Deadline deadline) override;
 
  private:
+  static std::string prefixed(const std::string& key) { return "braid/" + key; }
+
   c10::intrusive_ptr<c10d::Store> store_;
   int rank_;
 };
