@@ -22,19 +22,30 @@ from braid import _C
 BACKEND_NAME = "braid"
 
 
-def _apply_launcher_environment():
-    """Lets an unchanged env:// script run under braid-run, which sets BRAID_* variables
-    (and a store port of its own) rather than torchrun's RANK / WORLD_SIZE / MASTER_*."""
-    for torch_name, braid_name in (("RANK", "BRAID_RANK"), ("WORLD_SIZE", "BRAID_WORLD_SIZE"),
-                                   ("LOCAL_RANK", "BRAID_LOCAL_RANK"),
-                                   ("LOCAL_WORLD_SIZE", "BRAID_LOCAL_WORLD_SIZE"),
-                                   ("MASTER_ADDR", "BRAID_MASTER_ADDR")):
-        if torch_name not in os.environ and braid_name in os.environ:
-            os.environ[torch_name] = os.environ[braid_name]
+# torch's env:// names, and what braid-run and Open MPI's mpirun set instead (first wins).
+_LAUNCHER_NAMES = {
+    "RANK": ("BRAID_RANK", "OMPI_COMM_WORLD_RANK"),
+    "WORLD_SIZE": ("BRAID_WORLD_SIZE", "OMPI_COMM_WORLD_SIZE"),
+    "LOCAL_RANK": ("BRAID_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK"),
+    "LOCAL_WORLD_SIZE": ("BRAID_LOCAL_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE"),
+    "MASTER_ADDR": ("BRAID_MASTER_ADDR",),
     # braid-run picks a free port for braid's own store, which a Python job never starts (the
-    # backend rendezvouses through torch's store): torch's TCPStore takes that port.
-    if "MASTER_PORT" not in os.environ and "BRAID_MASTER_PORT" in os.environ:
-        os.environ["MASTER_PORT"] = os.environ["BRAID_MASTER_PORT"]
+    # backend rendezvouses through torch's store): torch's TCPStore takes that port. mpirun
+    # has none to give: the user exports MASTER_ADDR / MASTER_PORT (docs/python.md).
+    "MASTER_PORT": ("BRAID_MASTER_PORT",),
+}
+
+
+def _apply_launcher_environment():
+    """Lets an unchanged env:// script run under braid-run or mpirun, which set their own
+    variables rather than torchrun's; a variable already set is left alone."""
+    for torch_name, sources in _LAUNCHER_NAMES.items():
+        if torch_name in os.environ:
+            continue
+        for source in sources:
+            if source in os.environ:
+                os.environ[torch_name] = os.environ[source]
+                break
 
 
 def _create_process_group(store, rank, size, timeout):

@@ -1,9 +1,9 @@
 """Runs one rank script of the Python backend tests under a launcher and judges the job.
 
-    run_case.py --python /usr/bin/python3 --launcher torchrun|braid-run --braid-run PATH -n N
+    run_case.py --python /usr/bin/python3 --launcher torchrun|braid-run|mpirun --braid-run PATH -n N
                 [--expect-exit 0|nonzero] [--expect TEXT ...] script.py [args...]
 
-Exit 77 (CTest's SKIP_RETURN_CODE) when that Python has no torch or torchrun is missing, so a
+Exit 77 (CTest's SKIP_RETURN_CODE) when that Python has no torch or the launcher is missing, so a
 machine without Python torch skips these tests instead of failing them. Otherwise the job must
 end as expected (0, or non-zero for a killed rank), every --expect text must appear in its
 output (e.g. one "rank R: ok" per rank), and the job must finish within --limit seconds (a hang
@@ -12,15 +12,32 @@ is a failure, reported with the output so far)."""
 import argparse
 import os
 import shutil
+import socket
 import subprocess
 import sys
 
 SKIP = 77
 
 
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
 def launcher_command(args):
     if args.launcher == "braid-run":
         return [args.braid_run, "--grace", "20", "-n", str(args.n), args.python]
+    if args.launcher == "mpirun":
+        mpirun = shutil.which("mpirun")
+        if mpirun is None:
+            print("mpirun not found: skipping")
+            sys.exit(SKIP)
+        # mpirun sets OMPI_COMM_WORLD_* (braid.torch maps them) but no store address: the
+        # user exports one, as here. The port is free now; a race with another job is unlikely.
+        root = ["--allow-run-as-root"] if os.getuid() == 0 else []
+        return [mpirun, *root, "--oversubscribe", "-np", str(args.n), "-x", "MASTER_ADDR=127.0.0.1",
+                "-x", f"MASTER_PORT={free_port()}", "-x", "PYTHONPATH", "-x", "PYTHONUNBUFFERED", args.python]
     torchrun = shutil.which("torchrun", path=os.path.dirname(args.python)) or shutil.which("torchrun")
     if torchrun is None:
         print("torchrun not found: skipping")
@@ -34,7 +51,7 @@ def launcher_command(args):
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--python", required=True)
-    p.add_argument("--launcher", choices=["torchrun", "braid-run"], required=True)
+    p.add_argument("--launcher", choices=["torchrun", "braid-run", "mpirun"], required=True)
     p.add_argument("--braid-run", default="braid-run")
     p.add_argument("-n", type=int, default=2)
     p.add_argument("--expect-exit", default="0")
