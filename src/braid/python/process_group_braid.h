@@ -28,6 +28,8 @@
 
 #include "braid/base/error.h"
 #include "braid/comm/communicator.h"
+#include "braid/compress/compression_policy.h"
+#include "braid/python/compression_hook.h"
 
 namespace braid::python {
 
@@ -77,6 +79,16 @@ class ProcessGroupBraid final : public c10d::ProcessGroup {
   c10::intrusive_ptr<c10d::Work> send(std::vector<at::Tensor>& tensors, int dst_rank, int tag) override;
   c10::intrusive_ptr<c10d::Work> recv(std::vector<at::Tensor>& tensors, int src_rank, int tag) override;
   c10::intrusive_ptr<c10d::Work> recvAnysource(std::vector<at::Tensor>& tensors, int tag) override;
+
+  // braid's DDP comm hooks (compression_hook.cc): averages `buffer` (a contiguous fp32 bucket)
+  // piece by piece, each compressed with the codec `policy_options` (with `codec` as its
+  // default) chooses for it at `step`, error feedback in `residuals`. The Work's future's
+  // value is [buffer], averaged in place.
+  c10::intrusive_ptr<c10d::Work> compressed_allreduce(const at::Tensor& buffer, std::vector<HookPiece> pieces,
+                                                               const std::string& codec,
+                                                               const compress::CompressionPolicyOptions& policy_options,
+                                                               std::int64_t step,
+                                                               std::shared_ptr<CompressionHookResiduals> residuals);
 
  private:
   // Queues `body` (run on braid's worker); the Work completes with `outputs` or body's error.
