@@ -17,9 +17,6 @@ with torch.save; CompressionHookState(ddp, ...).load_state_dict(...) in the resu
 it continue bit for bit.
 """
 
-import torch
-import torch.distributed as dist
-
 import braid.torch  # noqa: F401  (the backend the hooks run on)
 from braid import _C
 
