@@ -9,7 +9,8 @@ rank decodes the same bytes), and the parameters must differ from an uncompresse
 codec really ran). With warmup_steps covering the whole run the int8 hook must equal plain DDP
 bitwise (the policy's warm-up is exactly uncompressed averaging). A run interrupted after
 HALF steps and resumed from torch.save'd model, optimizer and hook state continues bit for bit
-like the uninterrupted one (error-feedback residuals included)."""
+like the uninterrupted one (error-feedback residuals included); a damaged saved state is
+refused as braid's Corrupt."""
 
 import io
 
@@ -107,6 +108,14 @@ torch.save({"model": half.module.state_dict(), "opt": opt.state_dict(), "hook": 
 resumed, _, _, _ = run(braid_hooks.int8, first=HALF, checkpoint=blob.getvalue())
 for i, (a, b) in enumerate(zip(params(resumed), params(whole))):
     assert torch.equal(a, b), f"rank {rank}: resumed int8 run differs at parameter {i}: {(a - b).abs().max()}"
+
+damaged = state.state_dict()
+damaged["residuals"] = damaged["residuals"][:-1] + bytes([damaged["residuals"][-1] ^ 1])
+try:
+    braid_hooks.CompressionHookState(half).load_state_dict(damaged)
+    raise AssertionError("a damaged residual image was accepted")
+except RuntimeError as e:
+    assert "Corrupt" in str(e), e
 
 try:
     braid_hooks.CompressionHookState(DDP(torch.nn.Linear(2, 2), process_group=dist.new_group(backend="gloo")))

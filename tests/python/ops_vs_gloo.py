@@ -138,6 +138,8 @@ def check_reduce():
                 dist.reduce(got, dst=root, op=OPS[op_name])
                 if rank == root:  # c10d defines the result on the root only
                     assert_same(got, want, f"reduce {op_name} {dtype} to {root}")
+                else:  # braid only reads the other ranks' tensors (docs/python.md)
+                    assert_same(got, x, f"reduce {op_name} {dtype} left rank {rank}'s tensor alone")
 
 
 def check_gather_scatter():
