@@ -8,6 +8,7 @@ PACKAGES=(
   build-essential cmake ninja-build pkg-config
   libgtest-dev libgmock-dev libbenchmark-dev
   libcli11-dev nlohmann-json3-dev libfmt-dev libisal-dev
+  libssl-dev                      # libcrypto: HMAC-SHA256 of the job-token handshake
   openmpi-bin libopenmpi-dev      # the peer measured in bench/ (OpenMPI 4.1)
   libgloo-dev                     # the Gloo peer in bench/gloo/
   gnuplot-nox                     # braid-bench --plot

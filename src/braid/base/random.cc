@@ -3,14 +3,13 @@
 #include <sys/random.h>
 
 #include <cerrno>
-#include <vector>
 
 #include "braid/base/error.h"
 
 namespace braid {
 
-std::string random_hex(std::size_t bytes) {
-  std::vector<unsigned char> raw(bytes);
+std::string random_bytes(std::size_t bytes) {
+  std::string raw(bytes, '\0');
   std::size_t got = 0;
   while (got < bytes) {
     ssize_t n = ::getrandom(raw.data() + got, bytes - got, 0);
@@ -20,10 +19,16 @@ std::string random_hex(std::size_t bytes) {
     }
     got += static_cast<std::size_t>(n);
   }
+  return raw;
+}
+
+std::string random_hex(std::size_t bytes) {
+  const std::string raw = random_bytes(bytes);
   static constexpr char kHex[] = "0123456789abcdef";
   std::string out;
   out.reserve(bytes * 2);
-  for (unsigned char c : raw) {
+  for (char ch : raw) {
+    auto c = static_cast<unsigned char>(ch);
     out += kHex[c >> 4];
     out += kHex[c & 15];
   }

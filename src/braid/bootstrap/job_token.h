@@ -1,22 +1,21 @@
 // Connection admission: every braid connection (store client or transport peer) opens with a
-// fixed-size hello frame that proves the job token, and the acceptor answers with a one-byte
-// verdict before any other byte is read. This keeps a stray process, a port scanner or a rank
-// of another job from injecting data into this job's streams (DESIGN.md, "Security").
+// challenge-response that proves, both ways, that each side knows the job token, and the
+// token itself never crosses the wire. This keeps a stray process, a port scanner, a rank of
+// another job or someone who sniffed an earlier handshake from injecting data into this job's
+// streams, and a rank from talking to a listener that is not of its job (DESIGN.md, "Security").
 //
-// Hello frame, 88 bytes, little-endian (docs/bootstrap.md has the same table):
-//   offset  size  field
-//        0     4  magic 0x42524149 ("BRAI" read as a big-endian word)
-//        4     2  protocol version (kProtocolVersion)
-//        6     2  role (Role)
-//        8     4  rank of the sender (int32, -1 when it has none)
-//       12     4  token length (0..64)
-//       16     8  purpose: free for callers (e.g. which communicator or channel this is)
-//       24    64  token bytes, zero padded
+// Flow (docs/bootstrap.md has the frames):
+//   connector -> hello (88 bytes: magic, version, role, rank, purpose, connector nonce)
+//   acceptor  -> one byte: a refusal Verdict (other version, wrong role), or kChallenge followed
+//                by its nonce and its proof HMAC(token, acceptor label | hello | acceptor nonce)
+//   connector -> its proof HMAC(token, connector label | hello | acceptor nonce)
+//   acceptor  -> Verdict: kAccepted, or kRefusedToken
+// The acceptor reads fixed sizes only (never an allocation sized by the wire). A bad magic gets
+// no answer: whatever connected does not speak braid. A refused side logs a warning naming the
+// remote address and closes. handshake_proof.h holds the HMAC.
 //
-// Flow: connector sends hello -> acceptor reads exactly 88 bytes (never an allocation sized by
-// the wire), checks magic, version and token (constant time), answers a Verdict byte, and on
-// refusal logs a warning naming the remote address and closes. A bad magic gets no verdict:
-// whatever connected does not speak braid.
+// The hello is 88 bytes in every protocol version, so each version reads another's hello and
+// refuses it by its version field.
 //
 // Thread safety: free functions; the one-time "no job token" warning is guarded internally.
 #pragma once
@@ -29,13 +28,16 @@
 
 #include "braid/base/clock.h"
 #include "braid/base/error.h"
+#include "braid/bootstrap/handshake_proof.h"
 
 namespace braid::net {
 
 inline constexpr std::uint32_t kHelloMagic = 0x42524149;  // "BRAI"
-inline constexpr std::uint16_t kProtocolVersion = 1;
+inline constexpr std::uint16_t kProtocolVersion = 2;       // 1 sent the token itself
 inline constexpr std::size_t kMaxTokenBytes = 64;
-inline constexpr std::size_t kHelloBytes = 24 + kMaxTokenBytes;
+inline constexpr std::size_t kHelloBytes = 88;
+// The acceptor's challenge: the kChallenge byte, its nonce, its proof.
+inline constexpr std::size_t kChallengeBytes = 1 + kNonceBytes + kProofBytes;
 
 enum class Role : std::uint16_t {
   kStoreClient = 1,    // a StoreClient connecting to rank 0's StoreServer
@@ -45,58 +47,57 @@ enum class Role : std::uint16_t {
 struct Hello {
   Role role = Role::kTransportPeer;
   std::int32_t rank = -1;
-  std::string token;  // at most kMaxTokenBytes
+  // The key the connector proves with; never on the wire (decode_hello leaves it empty).
+  std::string token;
   std::uint64_t purpose = 0;
   // Filled in by decode_hello; encode_hello writes it as is (tests use it to send an old one).
   std::uint16_t version = kProtocolVersion;
+  // The connector's nonce: kNonceBytes (client_handshake draws a fresh one).
+  std::string nonce = std::string(kNonceBytes, '\0');
 };
 
-// The acceptor's one-byte answer. Values are on the wire: never renumber.
+// The acceptor's one-byte answers. Values are on the wire: never renumber.
 enum class Verdict : std::uint8_t {
-  kRefusedToken = 0,    // wrong job token
+  kRefusedToken = 0,    // the connector's proof is not the job token's
   kAccepted = 1,
   kRefusedVersion = 2,  // the two sides run different braid protocol versions
   kRefusedRole = 3,     // e.g. a transport peer dialled the store port
+  kChallenge = 4,       // not a verdict: the acceptor's nonce and proof follow
 };
 
 // A fresh random token for a job (128 bits as 32 hex characters; braid-run uses this).
 std::string generate_job_token();
 
-// Equality of two tokens whose running time does not depend on where they first differ, so a
-// remote guesser learns nothing from response timing. Tokens longer than kMaxTokenBytes are
-// never equal to anything.
-bool tokens_equal(std::string_view a, std::string_view b);
-
-// Serialises to exactly kHelloBytes. Throws InvalidArgument for a token over kMaxTokenBytes.
+// Serialises to exactly kHelloBytes. Throws InvalidArgument for a token over kMaxTokenBytes or
+// a nonce that is not kNonceBytes.
 std::string encode_hello(const Hello& hello);
-// Parses exactly kHelloBytes. Throws Corrupt on a bad magic, an unknown role or a token length
-// over kMaxTokenBytes. The version is returned as received, for judge_hello to check.
+// Parses exactly kHelloBytes. Throws Corrupt on a bad magic or an unknown role. The version is
+// returned as received, for judge_hello to check.
 Hello decode_hello(std::string_view frame, const ErrorContext& ctx);
-// The verdict an acceptor expecting `expected_token` (and, if given, `expected_role`) gives.
-// An empty expected token accepts only an empty token.
-Verdict judge_hello(const Hello& hello, const std::string& expected_token,
-                    std::optional<Role> expected_role = std::nullopt);
+// What an acceptor answers a decoded hello before any proof: kChallenge, or the refusal for
+// another protocol version or (if given) another role than `expected_role`.
+Verdict judge_hello(const Hello& hello, std::optional<Role> expected_role = std::nullopt);
+// The acceptor's challenge frame (kChallengeBytes) for `hello_frame` under `token`.
+std::string encode_challenge(std::string_view token, std::string_view hello_frame, std::string_view acceptor_nonce);
+// The acceptor's verdict on the connector's proof.
+Verdict judge_proof(std::string_view proof, std::string_view token, std::string_view hello_frame,
+                    std::string_view acceptor_nonce);
 // Logs "refused connection from <remote>: <reason>" and throws the matching error: Mismatch
 // for a wrong token ("wrong job token from <remote>") or role, Corrupt for a wrong version.
-// REQUIRES: verdict != kAccepted.
+// REQUIRES: verdict is a refusal.
 [[noreturn]] void refuse(Verdict verdict, const Hello& hello, const std::string& remote, const ErrorContext& ctx);
 
-// --- blocking helpers over a connected socket ----------------------------------------------
+// --- blocking handshakes over a connected socket --------------------------------------------
 
-void send_hello(int fd, const Hello& hello, Deadline deadline, const ErrorContext& ctx);
-// Reads and checks one hello; on refusal logs, throws (see refuse) and sends no verdict.
-Hello receive_hello(int fd, const std::string& expected_token, Deadline deadline, const ErrorContext& ctx);
-void send_verdict(int fd, Verdict verdict, Deadline deadline, const ErrorContext& ctx);
-// The connector's side of the verdict: returns on kAccepted, otherwise throws Mismatch
+// Connector: the whole exchange with hello.token as the key. Throws Mismatch when refused
 // ("connection to <addr> refused: job token rejected (is BRAID_JOB_TOKEN the same on every
-// rank?)"), or PeerLost when the acceptor closed without answering.
-void expect_accept(int fd, Deadline deadline, const ErrorContext& ctx);
-
-// Connector: send_hello + expect_accept.
+// rank?)", another version, another role) or when the acceptor cannot prove the token itself
+// (not a listener of this job), PeerLost when it closes without answering, Corrupt on an
+// answer that is not braid's.
 void client_handshake(int fd, const Hello& hello, Deadline deadline, const ErrorContext& ctx);
-// Acceptor: receive, judge, answer the verdict (also on refusal, so the connector can say why),
-// and return the peer's hello. On refusal throws as refuse(); the caller closes the fd.
-// `expected_role` refuses hellos of another role.
+// Acceptor: the whole exchange; answers every refusal (so the connector can say why), throws
+// as refuse() on one, and returns the peer's hello on acceptance. `expected_role` refuses
+// hellos of another role. The caller closes the fd on a throw.
 Hello server_handshake(int fd, const std::string& expected_token, Role expected_role, Deadline deadline,
                        const ErrorContext& ctx);
 

@@ -1,12 +1,13 @@
 // StoreServer: the poll() loop that serves the rendezvous store.
 //
-// Per-client state machine:  handshake --(hello accepted)--> serving --(EOF / violation)--> dead
+// Per-client state machine:
+//   hello --(challenge sent)--> proof --(proof accepted)--> serving --(EOF / violation)--> dead
 // While serving, a client has at most one request in progress: either parked (get/wait on
 // missing keys) or its response sitting in the write buffer. Only when neither holds is the
 // next frame parsed, and only then is the socket read (POLLIN). This keeps responses in
 // request order and bounds each client's buffers by one frame, whatever the client sends.
 //
-// Unproven connections (no hello yet) must not crowd out the ranks: anyone who can reach the
+// Unproven connections (no hello or no proof yet) must not crowd out the ranks: anyone who can reach the
 // port can open them. Each gets kHelloTimeout to prove the token, at most unproven_cap() exist
 // at once, and when the cap is reached or accept(2) runs out of file descriptors the oldest
 // unproven one is closed to make room (after reading whatever it sent, so a real rank whose
@@ -48,7 +49,7 @@ constexpr int kHandshakeTickMs = 1000;
 // Out of fds with nobody to evict: stop accepting for a moment instead of spinning on a
 // listener that stays readable.
 constexpr auto kAcceptPause = std::chrono::milliseconds(100);
-// How long a new connection may take to send its hello (a real rank sends it at once).
+// How long a new connection may take to send its hello and its proof (a real rank sends them at once).
 constexpr Seconds kHelloTimeout{10.0};
 // Most unproven connections held at once, whatever the descriptor limit allows.
 constexpr std::size_t kMaxUnproven = 32;
@@ -66,6 +67,9 @@ struct Client {
   std::string remote;
   int rank = -1;
   bool authenticated = false;
+  // Between the hello and the proof (job_token.h): the hello as received and this server's nonce.
+  std::string hello_frame;
+  std::string acceptor_nonce;
   Deadline handshake_deadline = Deadline::never();
   std::string in;   // received bytes not yet parsed
   std::string out;  // response bytes not yet sent
@@ -258,10 +262,16 @@ class StoreServer::Loop {
     std::size_t pos = 0;
     while (!c.blocked()) {
       std::string_view avail(c.in.data() + pos, c.in.size() - pos);
-      if (!c.authenticated) {
+      if (!c.authenticated && c.hello_frame.empty()) {
         if (avail.size() < net::kHelloBytes) break;
-        admit(c, avail.substr(0, net::kHelloBytes));
+        challenge(c, avail.substr(0, net::kHelloBytes));
         pos += net::kHelloBytes;
+        continue;
+      }
+      if (!c.authenticated) {
+        if (avail.size() < net::kProofBytes) break;
+        admit(c, avail.substr(0, net::kProofBytes));
+        pos += net::kProofBytes;
         continue;
       }
       if (avail.size() < store_wire::kLengthPrefixBytes) break;
@@ -300,12 +310,14 @@ class StoreServer::Loop {
   void expire_handshakes() {
     for (auto& c : clients_) {
       if (!c->dead && !c->authenticated && c->handshake_deadline.expired()) {
-        drop(*c, "sent no hello within the timeout", log::Level::kWarn);
+        drop(*c, c->hello_frame.empty() ? "sent no hello within the timeout" : "sent no proof within the timeout",
+             log::Level::kWarn);
       }
     }
   }
 
-  void admit(Client& c, std::string_view frame) {
+  // The hello: a refusal for another version or role, else the challenge (job_token.h).
+  void challenge(Client& c, std::string_view frame) {
     const ErrorContext ctx{.op = "store.handshake"};
     net::Hello hello;
     try {
@@ -314,26 +326,44 @@ class StoreServer::Loop {
       drop(c, fmt::format("refused: {}", e.detail()), log::Level::kWarn);
       return;
     }
-    net::Verdict verdict = net::judge_hello(hello, token_, net::Role::kStoreClient);
+    net::Verdict verdict = net::judge_hello(hello, net::Role::kStoreClient);
+    if (verdict != net::Verdict::kChallenge) {
+      refuse(c, verdict, hello);
+      return;
+    }
+    c.rank = hello.rank;
+    c.hello_frame = std::string(frame);
+    c.acceptor_nonce = net::fresh_nonce();
+    c.out += net::encode_challenge(token_, c.hello_frame, c.acceptor_nonce);
+    flush(c);
+  }
+
+  // The connector's proof of the token.
+  void admit(Client& c, std::string_view proof) {
+    net::Verdict verdict = net::judge_proof(proof, token_, c.hello_frame, c.acceptor_nonce);
     if (verdict != net::Verdict::kAccepted) {
-      // Log before answering: the refused client exits at once, and the launcher may stop this
-      // rank before a later log line is written.
-      try {
-        net::refuse(verdict, hello, c.remote, ctx);  // logs "refused connection from ..."
-      } catch (const Error&) {
-      }
-      // One byte always fits a fresh socket's send buffer; the client learns why it was refused.
-      auto byte = static_cast<std::uint8_t>(verdict);
-      ssize_t ignored = ::send(c.fd.get(), &byte, 1, MSG_DONTWAIT | MSG_NOSIGNAL);
-      (void)ignored;
-      drop(c, "refused at the handshake", log::Level::kDebug);
+      refuse(c, verdict, net::Hello{.role = net::Role::kStoreClient, .rank = c.rank});
       return;
     }
     c.authenticated = true;
-    c.rank = hello.rank;
     c.out.push_back(static_cast<char>(net::Verdict::kAccepted));
     flush(c);
     log::debug("store at {}: rank {} connected from {}", address_, c.rank, c.remote);
+  }
+
+  void refuse(Client& c, net::Verdict verdict, const net::Hello& hello) {
+    // Log before answering: the refused client exits at once, and the launcher may stop this
+    // rank before a later log line is written.
+    try {
+      net::refuse(verdict, hello, c.remote, {.op = "store.handshake"});  // logs "refused connection from ..."
+    } catch (const Error&) {
+    }
+    // One byte always fits the socket's send buffer (the challenge, if sent, is long flushed: a
+    // client is not parsed while its output is pending); the client learns why it was refused.
+    auto byte = static_cast<std::uint8_t>(verdict);
+    ssize_t ignored = ::send(c.fd.get(), &byte, 1, MSG_DONTWAIT | MSG_NOSIGNAL);
+    (void)ignored;
+    drop(c, "refused at the handshake", log::Level::kDebug);
   }
 
   void execute(Client& c, Request request) {

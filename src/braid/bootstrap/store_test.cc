@@ -185,6 +185,22 @@ TEST_F(StoreTest, WrongTokenIsRefusedAndServerKeepsServing) {
   expect_serving();
 }
 
+TEST_F(StoreTest, AProofThatIsNotTheTokensIsRefusedAndTheStoreServesOn) {
+  UniqueFd fd = net::tcp_connect("127.0.0.1", server_->port(), soon(), kCtx);
+  std::string hello = net::encode_hello(net::Hello{.role = net::Role::kStoreClient, .rank = 4});
+  net::write_all(fd.get(), hello.data(), hello.size(), soon(), kCtx);
+  std::string challenge(net::kChallengeBytes, '\0');
+  net::read_all(fd.get(), challenge.data(), challenge.size(), soon(), kCtx);
+  EXPECT_EQ(challenge[0], static_cast<char>(net::Verdict::kChallenge));
+  std::string guess(net::kProofBytes, 'g');
+  net::write_all(fd.get(), guess.data(), guess.size(), soon(), kCtx);
+  std::uint8_t verdict = 99;
+  net::read_all(fd.get(), &verdict, 1, soon(), kCtx);
+  EXPECT_EQ(verdict, static_cast<std::uint8_t>(net::Verdict::kRefusedToken));
+  EXPECT_TRUE(closed_by_server(fd.get()));
+  expect_serving();
+}
+
 TEST_F(StoreTest, TransportRoleIsRefused) {
   UniqueFd fd = net::tcp_connect("127.0.0.1", server_->port(), soon(), kCtx);
   EXPECT_THROW(net::client_handshake(fd.get(), net::Hello{.role = net::Role::kTransportPeer, .token = kToken}, soon(),

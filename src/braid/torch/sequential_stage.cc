@@ -10,6 +10,7 @@
 namespace braid::torch {
 namespace {
 
+// fp32 on purpose: exact for a bf16 boundary too (sequential_stage.h, "Mixed precision").
 parallel::StageTensor to_stage_tensor(const ::torch::Tensor& t) {
   ::torch::Tensor c = t.detach().to(::torch::kFloat32).contiguous();
   parallel::StageTensor out{.shape = c.sizes().vec(), .data = std::vector<float>(static_cast<std::size_t>(c.numel()))};
@@ -91,6 +92,7 @@ parallel::StageTensor SequentialStage::forward(int mb, int chunk, const parallel
     saved.input = to_torch(input).requires_grad_(true);
     x = saved.input;
   }
+  AutocastScope autocast(options_.precision);
   ::torch::Tensor out = chunks_[static_cast<std::size_t>(chunk)]->forward(x);
   if (is_last(chunk)) {
     saved.output = options_.loss(mb, out);

@@ -13,6 +13,14 @@
 // `example_input` (one micro-batch) through the whole model at construction, so every rank
 // knows every boundary's shape before any data moves (the runtime compares neighbours).
 //
+// Mixed precision (`precision`, torch/mixed_precision.h): with bf16 every chunk's forward and
+// the loss run under CPU autocast (the backward follows the graph's dtypes, outside it). A
+// boundary tensor autocast left in bf16 is widened to fp32 for the trip, which is exact, and
+// the receiving stage's autocast ops narrow it again to the same bf16 values; its gradient
+// comes back fp32. In the GPT the boundaries are the residual stream, which autocast keeps fp32
+// (fp32 parameters and residual adds promote), so sending 16 bits there would round what the
+// single-process model keeps exact: docs/pipeline.md "Mixed precision" has the measurement.
+//
 // Backward. forward() keeps, per (micro-batch, chunk), the chunk's input (a leaf requiring grad,
 // except on the first virtual stage) and its output (the scalar loss on the last). backward()
 // runs autograd once, accumulating parameter gradients into .grad and returning the input's
@@ -32,6 +40,7 @@
 
 #include "braid/parallel/layer_partition.h"
 #include "braid/parallel/pipeline_stage.h"
+#include "braid/torch/mixed_precision.h"
 
 namespace braid::torch {
 
@@ -44,6 +53,7 @@ struct SequentialStageOptions {
   // The last virtual stage's loss for micro-batch mb given the model's output (a scalar that
   // already carries the 1/m of averaging over micro-batches).
   std::function<::torch::Tensor(int mb, const ::torch::Tensor& output)> loss;
+  Precision precision = Precision::kFp32;  // bf16: forward and loss under autocast (see above)
 };
 
 class SequentialStage : public parallel::PipelineStage {

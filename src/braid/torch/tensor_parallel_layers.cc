@@ -1,5 +1,6 @@
 #include "braid/torch/tensor_parallel_layers.h"
 
+#include <ATen/autocast_mode.h>
 #include <fmt/format.h>
 
 #include "braid/base/error.h"
@@ -19,6 +20,14 @@ void require_divisible(const Communicator& tp, std::int64_t size, std::int64_t b
 }
 
 Tensor detached_copy(const Tensor& t) { return t.detach().clone().contiguous(); }
+
+// What CPU autocast would hand the linear: a floating input other than fp64 (which autocast
+// leaves alone) in its lower precision (bf16), so the collective before the linear moves that
+// (see the header); unchanged outside autocast.
+Tensor as_autocast_operand(const Tensor& x) {
+  if (!at::autocast::is_cpu_enabled() || !x.is_floating_point() || x.scalar_type() == at::kDouble) return x;
+  return x.to(at::autocast::get_autocast_cpu_dtype());
+}
 
 }  // namespace
 
@@ -66,7 +75,8 @@ ColumnParallelLinearImpl::ColumnParallelLinearImpl(Communicator& tp, const Linea
 }
 
 Tensor ColumnParallelLinearImpl::forward(const Tensor& x) {
-  Tensor input = options_.sequence_parallel ? gather_from_sp(x, *tp_, options_.sequence_dim) : copy_to_tp(x, *tp_);
+  Tensor x16 = as_autocast_operand(x);
+  Tensor input = options_.sequence_parallel ? gather_from_sp(x16, *tp_, options_.sequence_dim) : copy_to_tp(x16, *tp_);
   Tensor y = ::torch::nn::functional::linear(input, weight, bias);
   return options_.gather_output ? gather_from_tp(y, *tp_, -1) : y;
 }

@@ -20,6 +20,14 @@
 // a sequence shard: its gradient must be summed over the TP group (sync_sequence_parallel_grads
 // in gradient_clipping.h does it for every replicated parameter).
 //
+// Mixed precision (CPU autocast in bf16, torch/mixed_precision.h): the column layer casts its
+// input to bf16 before the collective instead of letting the linear cast it after, which is the
+// same cast, so the forward is unchanged while its collectives move 16 bits: the allgather of
+// sequence parallelism, and in the backward the allreduce (or reduce-scatter) of the input's
+// gradient, a sum of bf16 partial products. The row layer's partial products are bf16 already
+// (autocast's matmul), so its allreduce or reduce-scatter is 16-bit too. That is Megatron's
+// choice (its activations are bf16 throughout); docs/tensor-parallel.md measures the bytes.
+//
 // Bad shapes (out or in features that tp x parts does not divide, gather_output with parts > 1)
 // are InvalidArgument naming the layer, its shape and tp, on every rank (the check is local and
 // the same everywhere). REQUIRES: `tp` outlives the layer and its autograd graphs.

@@ -53,7 +53,9 @@ struct VocabParallelCrossEntropy : public ::torch::autograd::Function<VocabParal
     if (tp.size() > 1) allreduce(tp, sums.data_ptr(), sums.data_ptr(), sums.numel(), DType::kF32, ReduceOp::kSum);
     Tensor sum_exp = sums[0], target_logit = sums[1];
     ctx->save_for_backward({exp / sum_exp.unsqueeze(-1), local, in_range});
-    return (sum_exp.log() - target_logit).to(logits.scalar_type());
+    // fp32 at least: bf16 logits (under autocast) get an fp32 loss, as autocast's own
+    // cross_entropy gives, instead of a loss rounded to 8 bits; fp64 logits keep fp64.
+    return (sum_exp.log() - target_logit).to(::torch::promote_types(logits.scalar_type(), ::torch::kFloat32));
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grads) {

@@ -1,11 +1,32 @@
 #include "braid/transport/matcher.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstring>
+#include <limits>
+
+#include <fmt/format.h>
 
 #include "braid/base/error.h"
 
 namespace braid {
+
+namespace {
+
+std::string gib(std::uint64_t bytes) { return fmt::format("{:.1f} GiB", static_cast<double>(bytes) / (1u << 30)); }
+
+}  // namespace
+
+std::uint64_t Matcher::host_memory_bytes() {
+  static const std::uint64_t bytes = [] {
+    long pages = ::sysconf(_SC_PHYS_PAGES);
+    long page = ::sysconf(_SC_PAGESIZE);
+    if (pages <= 0 || page <= 0) return std::numeric_limits<std::uint64_t>::max();
+    return static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page);
+  }();
+  return bytes;
+}
 
 void Matcher::post_recv(const RequestPtr& recv) {
   auto it = std::find_if(unexpected_.begin(), unexpected_.end(),
@@ -20,7 +41,7 @@ void Matcher::post_recv(const RequestPtr& recv) {
     return;
   }
   deliver(**it, *recv);
-  unexpected_.erase(it);
+  forget(it);
 }
 
 IncomingMessage Matcher::begin_message(const WireHeader& header) {
@@ -36,12 +57,14 @@ IncomingMessage Matcher::begin_message(const WireHeader& header) {
     posted_.erase(it);
     return message;
   }
+  require_room(envelope);
   auto buffered = std::make_shared<UnexpectedMessage>();
   buffered->key = key;
   buffered->envelope = envelope;
   buffered->data = std::make_unique_for_overwrite<std::byte[]>(std::max<std::uint64_t>(envelope.bytes, 1));
   message.dst = buffered->data.get();
   message.unexpected = buffered;
+  buffered_bytes_ += envelope.bytes;
   unexpected_.push_back(std::move(buffered));
   return message;
 }
@@ -57,7 +80,7 @@ void Matcher::finish_message(IncomingMessage& message) {
   if (!buffered.waiting_recv) return;
   deliver(buffered, *buffered.waiting_recv);
   auto it = std::find(unexpected_.begin(), unexpected_.end(), message.unexpected);
-  if (it != unexpected_.end()) unexpected_.erase(it);
+  if (it != unexpected_.end()) forget(it);
 }
 
 void Matcher::fail_all(const std::exception_ptr& error) {
@@ -67,6 +90,21 @@ void Matcher::fail_all(const std::exception_ptr& error) {
     if (buffered->waiting_recv) buffered->waiting_recv->fail(error);
   }
   unexpected_.clear();
+  buffered_bytes_ = 0;
+}
+
+void Matcher::require_room(const Envelope& envelope) const {
+  if (envelope.bytes <= buffer_limit_ - buffered_bytes_) return;  // buffered_bytes_ never passes the limit
+  throw Corrupt({.rank = rank_, .peer = peer_, .op = "recv"},
+                fmt::format("rank {} announced a {}-byte message ({}) that no receive was posted for; with {} already "
+                            "buffered from it this passes the {} a rank may buffer (its host's memory): refused before allocating (a "
+                            "corrupt header, or a send far larger than any receive here)",
+                            peer_, envelope.bytes, gib(envelope.bytes), gib(buffered_bytes_), gib(buffer_limit_)));
+}
+
+void Matcher::forget(std::deque<std::shared_ptr<UnexpectedMessage>>::iterator it) {
+  buffered_bytes_ -= (*it)->envelope.bytes;
+  unexpected_.erase(it);
 }
 
 void Matcher::check_envelope(const Request& recv, const Envelope& actual) const {

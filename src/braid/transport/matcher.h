@@ -6,6 +6,12 @@
 // The matched receive's expected envelope is compared with the message's: any difference
 // (size, op, sequence number, dtype) throws braid::Mismatch before a byte is written.
 //
+// Buffering is the one place a peer's word decides an allocation: the header announces the
+// size. So the bytes buffered from one peer are bounded by this host's physical memory, and a
+// header beyond it (a corrupt one, or a send far larger than anything the receiver could
+// take) is refused with braid::Corrupt before anything is allocated, never a bad_alloc or the
+// OOM killer.
+//
 // Thread-safety: none; the Fabric's lock serialises all calls.
 #pragma once
 
@@ -42,16 +48,23 @@ struct IncomingMessage {
 
 class Matcher {
  public:
-  Matcher(int rank, int peer) : rank_(rank), peer_(peer) {}
+  // `buffer_limit`: the most bytes buffered for unexpected messages at once (tests lower it).
+  Matcher(int rank, int peer, std::uint64_t buffer_limit = host_memory_bytes())
+      : rank_(rank), peer_(peer), buffer_limit_(buffer_limit) {}
+
+  // This host's physical memory in bytes (UINT64_MAX when it cannot be read).
+  static std::uint64_t host_memory_bytes();
 
   // Posts a receive; completes it at once if a buffered message matches.
   void post_recv(const RequestPtr& recv);
-  // A data header from the peer arrived: decide where its payload goes.
+  // A data header from the peer arrived: decide where its payload goes. Throws Corrupt when
+  // buffering it would pass the buffer limit.
   IncomingMessage begin_message(const WireHeader& header);
   // The whole payload of `message` has arrived.
   void finish_message(IncomingMessage& message);
 
   bool has_posted_recvs() const { return !posted_.empty(); }
+  std::uint64_t buffered_bytes() const { return buffered_bytes_; }
   // The envelope of the oldest buffered message with `key`, if any (it may still be arriving).
   std::optional<Envelope> oldest_unexpected(const MatchKey& key) const;
   // Fails every posted receive (and receives waiting on partial messages) with `error`.
@@ -60,9 +73,13 @@ class Matcher {
  private:
   void check_envelope(const Request& recv, const Envelope& actual) const;
   static void deliver(const UnexpectedMessage& message, Request& recv);
+  void require_room(const Envelope& envelope) const;
+  void forget(std::deque<std::shared_ptr<UnexpectedMessage>>::iterator it);
 
   int rank_;
   int peer_;
+  std::uint64_t buffer_limit_;
+  std::uint64_t buffered_bytes_ = 0;
   std::deque<RequestPtr> posted_;
   std::deque<std::shared_ptr<UnexpectedMessage>> unexpected_;
 };

@@ -112,5 +112,40 @@ TEST(MatcherTest, FailAllFailsPostedReceives) {
   EXPECT_THROW(std::rethrow_exception(r->error), PeerLost);
 }
 
+TEST(MatcherTest, BufferingBeyondTheLimitIsRefusedBeforeAllocatingAndClaimsFreeRoom) {
+  Matcher m(0, 1, /*buffer_limit=*/1000);
+  arrive(m, kTag1, std::string(600, 'a'));
+  EXPECT_EQ(m.buffered_bytes(), 600u);
+  WireHeader big = make_data_header(kTag2, {.op = OpKind::kSendRecv, .dtype = DType::kU8, .bytes = 401});
+  try {
+    m.begin_message(big);
+    FAIL() << "buffered past the limit";
+  } catch (const Corrupt& e) {
+    std::string what = e.what();
+    EXPECT_NE(what.find("rank 1 announced a 401-byte message"), std::string::npos) << what;
+    EXPECT_EQ(e.context().peer, 1);
+  }
+  // Claiming the first message frees its room; a message with a posted receive takes none.
+  std::string buf;
+  m.post_recv(make_recv(kTag1, buf, 600));
+  EXPECT_EQ(m.buffered_bytes(), 0u);
+  arrive(m, kTag2, std::string(1000, 'b'));
+  EXPECT_EQ(m.buffered_bytes(), 1000u);
+  auto r = make_recv(kTag1, buf, 5000);
+  m.post_recv(r);
+  arrive(m, kTag1, std::string(5000, 'c'));
+  EXPECT_TRUE(r->complete);
+  m.fail_all(std::make_exception_ptr(PeerLost({}, "gone")));
+  EXPECT_EQ(m.buffered_bytes(), 0u);
+}
+
+TEST(MatcherTest, AHeaderAnnouncingMoreThanThisHostHoldsIsCorruptNotAnAllocation) {
+  Matcher m(2, 3);  // the default limit: this host's memory
+  if (Matcher::host_memory_bytes() >= kMaxPayloadBytes) GTEST_SKIP() << "this host holds the largest payload";
+  WireHeader huge = make_data_header(kTag1, {.op = OpKind::kSendRecv, .dtype = DType::kU8, .bytes = kMaxPayloadBytes});
+  EXPECT_THROW(m.begin_message(huge), Corrupt);
+  EXPECT_EQ(m.buffered_bytes(), 0u);
+}
+
 }  // namespace
 }  // namespace braid

@@ -31,6 +31,7 @@
 #include "braid/trace/trace_recorder.h"
 #include "braid/tools/braid_train/blas_runtime.h"
 #include "braid/tools/braid_train/mesh_checkpoint.h"
+#include "braid/tools/braid_train/mixed_precision_training.h"
 #include "braid/tools/braid_train/training_common.h"
 
 namespace braid::train {
@@ -82,6 +83,7 @@ class MeshTrainer {
   ::torch::Tensor micro_loss(int mb, const ::torch::Tensor& output);
   void share_model();
   void clip_gradients();
+  bool update();
   void step_optimizer();
   MeshCheckpoint checkpoint();
 
@@ -104,6 +106,7 @@ class MeshTrainer {
   std::unique_ptr<parallel::PipelineRuntime> runtime_;
   std::unique_ptr<torch::DistributedSampler> sampler_;
   parallel::AxisTraffic traffic_;
+  PrecisionPlan precision_;
   Batch current_;
   std::int64_t replica_batch_ = 0, micro_ = 0, steps_per_epoch_ = 0, total_steps_ = 0, step_ = 0;
   torch::TrainingPosition start_;
@@ -136,6 +139,7 @@ void MeshTrainer::set_up() {
                                       data_->train_size()));
   }
   total_steps_ = config_.steps > 0 ? config_.steps : config_.epochs * steps_per_epoch_;
+  precision_ = plan_precision(config_);
   build_stage();
   if (config_.resumes()) resume();
 }
@@ -160,7 +164,10 @@ void MeshTrainer::build_model() {
                                                                    data_->vocabulary())
                                    .mean()
                              : loss_of(output, target);
-  return loss / static_cast<double>(config_.microbatches);
+  loss = loss.to(::torch::kFloat32) / static_cast<double>(config_.microbatches);
+  // fp16: only the last stage has a loss, so this is where every micro-batch's is scaled; the
+  // gradients reaching the other stages (and the TP ranks) carry the scale with them.
+  return precision_.scaler ? loss * precision_.loss_scale() : loss;
 }
 
 void MeshTrainer::build_stage() {
@@ -178,20 +185,24 @@ void MeshTrainer::build_stage() {
                   .partition = partition_,
                   .example_input = data_->train_batch(example).input,
                   .input = [this](int mb) { return current_.input.narrow(0, mb * micro_, micro_); },
-                  .loss = [this](int mb, const ::torch::Tensor& output) { return micro_loss(mb, output); }});
+                  .loss = [this](int mb, const ::torch::Tensor& output) { return micro_loss(mb, output); },
+                  .precision = precision_.precision});
   // The shape pass above drew dropout masks; every run draws the same, and resume restores the
   // streams after it.
   stage_holder_ = stage_module(layers, stage_model_->layers(), rng_->state());
   stage_params_ = torch::split_by_tensor_parallelism(*stage_holder_);
   ddp_ = std::make_unique<torch::DistributedDataParallel>(
       mesh_->data_parallel(), stage_holder_,
-      torch::DdpOptions{.bucket_cap = config_.bucket_mb, .policy = make_policy(config_), .overlap = false,
-                        .zero_stage = config_.zero});
+      torch::DdpOptions{.bucket_cap = config_.bucket_mb,
+                        .policy = config_.zero == 0 ? precision_.ddp_policy(config_) : make_policy(config_),
+                        .overlap = false, .zero_stage = config_.zero,
+                        .zero_codec = {.id = config_.zero == 0 ? compress::CodecId::kNone : precision_.wire}});
   // ZeRO on a mesh is Megatron's distributed optimizer: each stage's (and TP rank's) parameters
   // sharded over its data-parallel group, the rest of the mesh as without it.
   if (config_.zero > 0) {
     zero_ = std::make_unique<torch::ZeroOptimizer>(
-        *ddp_, [this](std::vector<::torch::Tensor> shards) { return make_optimizer(config_, std::move(shards)); });
+        *ddp_, [this](std::vector<::torch::Tensor> shards) { return make_optimizer(config_, std::move(shards)); },
+        precision_.zero_options());
   } else {
     optimizer_ = make_optimizer(config_, stage_model_->parameters());
   }
@@ -246,6 +257,7 @@ void MeshTrainer::train_step(std::span<const std::int64_t> indices, EpochFigures
   ddp_->zero_grad();
   traffic_.take();  // count this step only
   parallel::StepReport report = runtime_->run_step();
+  if (InjectedOverflow::injects_at(config_, step_ + 1, world_)) poison_accumulated_gradient(stage_model_->parameters());
   figures.communication_seconds += report.wait_seconds;  // pipeline bubble and transfers
   figures.exposed_seconds += report.wait_seconds;
   traffic_.add_sent("pp", report.sent_bytes);
@@ -256,15 +268,15 @@ void MeshTrainer::train_step(std::span<const std::int64_t> indices, EpochFigures
   GradSyncStats stats = replicas_ > 1 || zero_ ? ddp_->synchronize() : GradSyncStats{};
   figures.communication_seconds += stats.communication_seconds;
   figures.exposed_seconds += stats.exposed_seconds;
-  figures.wire_bytes += stats.wire.wire_bytes + (zero_ ? zero_->gather_wire_bytes() : 0);  // ZeRO: + the allgather
-  figures.payload_bytes += stats.wire.payload_bytes;
-  figures.fp32_bytes += stats.wire.elements * sizeof(float);
-  if (config_.clip_grad > 0) clip_gradients();
   // This step's loss, on last stages (0 elsewhere); TP ranks hold the same one, counted once.
-  double loss = stage_model_->take_loss_sum() * (tp_rank_ == 0 ? 1 : 0);
+  double loss = stage_model_->take_loss_sum() / precision_.loss_scale() * (tp_rank_ == 0 ? 1 : 0);
   epoch_loss_sum_ += loss;
   step_losses_.push_back(check_loss_is_finite(world_, config_, loss, step_ + 1) / replicas_);
-  step_optimizer();
+  bool stepped = update();
+  std::uint64_t gathered = zero_ && stepped ? zero_->gather_wire_bytes() : 0;  // a skipped step gathers nothing
+  figures.wire_bytes += stats.wire.wire_bytes + gathered;  // ZeRO: + the allgather
+  figures.payload_bytes += stats.wire.payload_bytes;
+  figures.fp32_bytes += stats.wire.elements * sizeof(float);
   if (trace_) trace_->step(static_cast<int>(step_ + 1));
   figures.step_seconds += seconds_since(start);
   figures.tp_seconds += traffic_.take_seconds()["tp"];
@@ -292,6 +304,24 @@ void MeshTrainer::clip_gradients() {
                         {.sum_over = &world_, .counted = [this, &split](const ::torch::Tensor& p) {
                            return tp_rank_ == 0 || split.count(p.unsafeGetTensorImpl()) > 0;
                          }});
+}
+
+// fp16: unscale before anything reads the gradients (the clipping norm included), and skip the
+// step when any rank of the whole job (every stage, TP rank and replica) found an overflow: one
+// rank's inf in one TP piece must stop them all, or the stages and replicas would diverge.
+// Returns whether the optimizer stepped.
+bool MeshTrainer::update() {
+  bool steps = precision_.unscale_or_skip(world_, step_ + 1, [this](double scale) {
+    return zero_ ? zero_->unscale_gradients(scale, &world_)
+                 : torch::unscale_gradients(torch::gradients_of(stage_model_->parameters()), scale, world_);
+  });
+  if (!steps) {
+    if (zero_) zero_->skip_step();
+    return false;
+  }
+  if (config_.clip_grad > 0) clip_gradients();
+  step_optimizer();
+  return true;
 }
 
 void MeshTrainer::step_optimizer() {
@@ -366,6 +396,7 @@ RunSummary MeshTrainer::run() {
     summary.epochs.push_back(figures);
   }
   summary.steps = step_;
+  precision_.report(summary);
   summary.step_losses = step_losses_;
   torch::ModelStateBytes state = zero_ ? zero_->model_state_bytes()  // this stage's
                                         : torch::model_state_bytes(stage_model_->parameters(), optimizer_.get());

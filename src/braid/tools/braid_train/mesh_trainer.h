@@ -19,6 +19,13 @@
 // end the TP shards are gathered and every stage broadcasts its layers to its pipeline, so every
 // rank holds the whole trained single-process model to evaluate, check and export.
 //
+// Mixed precision (--precision, mixed_precision_training.h; docs/zero.md "On the mesh"): bf16
+// runs every stage's forward under autocast (TP collectives then move bf16, pipeline boundaries
+// stay fp32); the dp gradients (and ZeRO-1's allgather) travel in 16 bits; fp16's loss scale
+// multiplies the last stage's micro-batch losses, and after the dp reduce every rank unscales
+// its gradients and the overflow is agreed over the whole world, so a step is skipped on every
+// stage, TP rank and replica alike; clipping sees the unscaled gradients.
+//
 // Checkpoints (--checkpoint-dir): one shard per (stage, TP rank) and a manifest
 // (mesh_checkpoint.h); the dropout streams ride in each shard as a buffer. Resuming under another
 // layout (a different --tp, --pp or world) is refused on every rank, naming both.

@@ -1,5 +1,7 @@
 #include "braid/tools/braid_train/mixed_precision_training.h"
 
+#include <fmt/format.h>
+
 #include <cstdlib>
 #include <limits>
 
@@ -10,6 +12,29 @@ namespace braid::train {
 compress::CompressionPolicy PrecisionPlan::ddp_policy(const TrainConfig& config) const {
   if (wire == compress::CodecId::kNone) return make_policy(config);
   return compress::CompressionPolicy({.codec = {.id = wire}, .min_elements = 0});
+}
+
+torch::ZeroOptions PrecisionPlan::zero_options() const {
+  if (wire == compress::CodecId::kNone) return {};
+  return {.quantize_weights = true, .weight_codec = wire};
+}
+
+bool PrecisionPlan::unscale_or_skip(const Communicator& world, std::int64_t step,
+                                    const std::function<bool(double)>& unscale) {
+  if (!scaler) return true;
+  double scale = scaler->scale();
+  if (scaler->update(unscale(scale))) return true;
+  skipped_steps.push_back(step);
+  say(world, fmt::format("  step {}: the fp16 gradients overflowed at loss scale {}: step skipped on every rank, the "
+                         "scale is now {}",
+                         step, scale, scaler->scale()));
+  return false;
+}
+
+void PrecisionPlan::report(RunSummary& summary) const {
+  summary.precision = torch::to_string(precision);
+  summary.skipped_steps = skipped_steps;
+  if (scaler) summary.loss_scale = scaler->scale();
 }
 
 PrecisionPlan plan_precision(const TrainConfig& config) {
@@ -39,6 +64,18 @@ InjectedOverflow::InjectedOverflow(const std::vector<::torch::Tensor>& params, b
 
 InjectedOverflow::~InjectedOverflow() {
   if (param_.defined()) param_.remove_hook(hook_);
+}
+
+void poison_accumulated_gradient(const std::vector<::torch::Tensor>& params) {
+  if (params.empty()) return;
+  ::torch::NoGradGuard no_grad;
+  ::torch::Tensor param = params.front();
+  if (!param.grad().defined()) param.mutable_grad() = ::torch::zeros_like(param);
+  param.mutable_grad().view(-1)[0] = std::numeric_limits<float>::infinity();
+}
+
+bool InjectedOverflow::injects_at(const TrainConfig& config, std::int64_t step, const Communicator& world) {
+  return config.inject_overflow == step && world.rank() == world.size() - 1;
 }
 
 }  // namespace braid::train

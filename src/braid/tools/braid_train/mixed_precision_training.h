@@ -1,6 +1,7 @@
-// braid-train --precision on the data-parallel trainer: which dtype the forward computes in,
-// which codec the gradients (and ZeRO's parameter allgather) travel in, and the loss scale of
-// fp16 (torch/mixed_precision.h, parallel/loss_scaler.h; docs/zero.md "Mixed precision").
+// braid-train --precision, for both trainers (trainer.cc: data parallel, --zero 0..3;
+// mesh_trainer.cc: dp x pp x tp, --zero 0 and 1): which dtype the forward computes in, which
+// codec the gradients (and ZeRO's parameter allgather) travel in, and the loss scale of fp16
+// (torch/mixed_precision.h, parallel/loss_scaler.h; docs/zero.md "Mixed precision").
 //
 //   bf16: forward under CPU autocast in bf16; gradients reduced in bf16 (DDP: the allreduce's
 //         codec; ZeRO: zero_codec) and, with ZeRO, parameters allgathered in bf16 from exact
@@ -9,20 +10,24 @@
 //         in fp16 on the wire under a loss scale (dynamic by default): the loss is multiplied by
 //         the scale before backward, the averaged gradients divided by it after, and a step
 //         whose gradients overflowed anywhere is skipped on every rank (the decision agreed in
-//         one allreduce) while the scale backs off.
+//         one allreduce over the whole job) while the scale backs off.
 #pragma once
 
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <vector>
 
+#include "braid/comm/communicator.h"
 #include "braid/compress/codec_spec.h"
 #include "braid/compress/compression_policy.h"
 #include "braid/parallel/loss_scaler.h"
 #include "braid/tools/braid_train/train_config.h"
+#include "braid/tools/braid_train/train_report.h"
 #include "braid/torch/mixed_precision.h"
+#include "braid/torch/zero_optimizer.h"
 
 namespace braid::train {
 
@@ -30,16 +35,35 @@ struct PrecisionPlan {
   torch::Precision precision = torch::Precision::kFp32;
   compress::CodecId wire = compress::CodecId::kNone;  // the gradients' (and ZeRO's parameters') codec
   std::optional<parallel::DynamicLossScaler> scaler;  // fp16 only
+  std::vector<std::int64_t> skipped_steps;            // fp16: steps whose gradients overflowed (1-based)
 
   // DDP's allreduce policy: the wire codec on every tensor, or --compress's policy for fp32.
   compress::CompressionPolicy ddp_policy(const TrainConfig& config) const;
+  // ZeRO-1/2's parameter allgather in the wire codec from exact fp32 master shards (qwZ's path
+  // with a 16-bit codec); plain fp32 allgather in place without one.
+  torch::ZeroOptions zero_options() const;
+  // The scale this step's loss is multiplied by before backward (1 without fp16's scaler).
+  double loss_scale() const { return scaler ? scaler->scale() : 1.0; }
+
+  // Called once per step after the gradients are reduced. Under a loss scale: `unscale(scale)`
+  // divides this rank's gradients by the scale and returns the overflow decision agreed over
+  // the whole job; the scaler moves, and on an overflow the step is recorded, announced once
+  // on `world` and false returned (skip the optimizer, on every rank alike). Without a scaler
+  // returns true and calls nothing. `step` is 1-based.
+  bool unscale_or_skip(const Communicator& world, std::int64_t step, const std::function<bool(double)>& unscale);
+  // The run report's precision, final loss scale and skipped steps.
+  void report(RunSummary& summary) const;
 };
 
 // REQUIRES: validate() accepted the config.
 PrecisionPlan plan_precision(const TrainConfig& config);
 
-// --inject-overflow: for one backward, the first parameter's gradient gets +inf in its first
-// element (on the rank that holds the scope), before autograd accumulates it.
+// --inject-overflow: for the backward(s) a scope spans, the first parameter's gradient gets
+// +inf in its first element (on the rank that holds an active scope), before autograd
+// accumulates it (so DDP's overlapped bucket hooks see it). A leaf's hook runs only when the
+// gradient is accumulated, not under torch::autograd::grad (LibTorch 1.13), which the
+// pipeline's zero-bubble weight pass uses: the mesh poisons the accumulated gradient instead
+// (poison_accumulated_gradient).
 class InjectedOverflow {
  public:
   InjectedOverflow(const std::vector<::torch::Tensor>& params, bool active);
@@ -47,9 +71,18 @@ class InjectedOverflow {
   InjectedOverflow(const InjectedOverflow&) = delete;
   InjectedOverflow& operator=(const InjectedOverflow&) = delete;
 
+  // Whether `rank` poisons its gradients at 1-based step `step`: the world's last rank (on the
+  // mesh: the last replica's last stage's last TP rank), at --inject-overflow's step, so that
+  // one rank alone sees the inf and the skip everywhere proves the agreement.
+  static bool injects_at(const TrainConfig& config, std::int64_t step, const Communicator& world);
+
  private:
   ::torch::Tensor param_;
   unsigned hook_ = 0;
 };
+
+// The first parameter's accumulated .grad gets +inf in its first element (a parameter
+// without a gradient gets a zero one first), after the backward and before the reduce.
+void poison_accumulated_gradient(const std::vector<::torch::Tensor>& params);
 
 }  // namespace braid::train

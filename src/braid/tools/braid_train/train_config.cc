@@ -152,7 +152,8 @@ void add_train_flags(CLI::App& app, TrainConfig& c) {
   app.add_option("--precision", c.precision,
                  "fp32 | bf16 (forward under CPU autocast in bf16, gradients and ZeRO's parameter allgather in bf16 "
                  "on the wire, fp32 master weights) | fp16 (gradients and ZeRO's parameters in fp16 on the wire under "
-                 "a dynamic loss scale; compute fp32: LibTorch 1.13 has no fp16 CPU matmul)")
+                 "a dynamic loss scale; compute fp32: LibTorch 1.13 has no fp16 CPU matmul). On the mesh (--tp, --pp, "
+                 "--dropout; --zero 0|1) bf16 also moves the TP collectives in bf16; pipeline activations stay fp32")
       ->check(CLI::IsMember({"fp32", "bf16", "fp16"}))
       ->capture_default_str();
   app.add_option("--loss-scale", c.loss_scale,
@@ -161,7 +162,7 @@ void add_train_flags(CLI::App& app, TrainConfig& c) {
       ->capture_default_str();
   app.add_option("--inject-overflow", c.inject_overflow,
                  "testing, with --precision fp16: at this step the last rank's first gradient element becomes inf "
-                 "(the step must be skipped on every rank)");
+                 "(the step must be skipped on every rank; on the mesh, of every stage, TP rank and replica)");
 }
 
 namespace {
@@ -265,7 +266,6 @@ void validate_precision(const TrainConfig& c) {
   }
   if (c.inject_overflow > 0 && !fp16) bad("--inject-overflow tests the loss scale of --precision fp16");
   if (c.precision == "fp32") return;
-  if (c.uses_mesh()) bad("with --tp, --pp or --dropout (the mesh trainer) is not implemented yet");
   if (!c.zero_pp.empty()) bad(fmt::format("with --zero-pp {}: both set the wire's dtypes; choose one", c.zero_pp));
   if (c.compress != "none") bad(fmt::format("with --compress {}: --precision sets the gradients' wire dtype", c.compress));
 }

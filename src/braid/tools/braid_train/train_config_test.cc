@@ -168,7 +168,8 @@ TEST(TrainConfig, ZeroPlusPlusPartsAndWhatTheyRefuse) {
 }
 
 // --precision: fp32 keeps the fingerprints runs had before the flag; bf16 and fp16 are in them
-// (fp16 with its loss scale); what would set the wire's dtype a second way is refused.
+// (fp16 with its loss scale); what would set the wire's dtype a second way is refused; the mesh
+// trainer accepts it.
 TEST(TrainConfig, PrecisionFingerprintsAndRefusals) {
   for (const char* zero : {"0", "1", "2", "3"}) {
     for (const char* precision : {"fp32", "bf16", "fp16"}) {
@@ -192,7 +193,16 @@ TEST(TrainConfig, PrecisionFingerprintsAndRefusals) {
   refused({"--loss-scale", "64"}, "--loss-scale applies to --precision fp16 only");
   refused({"--precision", "bf16", "--inject-overflow", "1"}, "--inject-overflow tests the loss scale of --precision fp16");
   refused({"--precision", "fp16", "--inject-overflow", "-1"}, "--inject-overflow -1: a step >= 1");
-  refused({"--model", "gpt", "--precision", "bf16", "--tp", "2"}, "(the mesh trainer) is not implemented yet");
+  // The mesh trainer takes --precision with its ZeRO stages (0 and 1); its --zero 2 stays refused.
+  for (const char* precision : {"bf16", "fp16"}) {
+    for (const char* zero : {"0", "1"}) {
+      EXPECT_EQ(error_of(parse({"--model", "gpt", "--precision", precision, "--tp", "2", "--zero", zero}), 2), "");
+      EXPECT_EQ(error_of(parse({"--model", "gpt", "--precision", precision, "--pp", "2", "--zero", zero}), 2), "");
+    }
+  }
+  refused({"--model", "gpt", "--precision", "bf16", "--tp", "2", "--zero", "2"}, "so stage 2 would be stage 1");
+  refused({"--model", "gpt", "--precision", "fp16", "--pp", "2", "--zero", "1", "--zero-pp", "qwz"},
+          "--precision fp16: with --zero-pp qwz");
 }
 
 }  // namespace

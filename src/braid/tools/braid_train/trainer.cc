@@ -68,7 +68,6 @@ class Trainer {
   bool resumed_ = false;
   std::vector<double> step_losses_;  // the mean over ranks of each step's loss
   PrecisionPlan precision_;
-  std::vector<std::int64_t> skipped_steps_;  // fp16: steps whose gradients overflowed
   Clock::time_point last_progress_ = Clock::now();
 };
 
@@ -102,8 +101,8 @@ void Trainer::set_up() {
   if (config_.zero == 1 || config_.zero == 2) {
     zero_ = std::make_unique<torch::ZeroOptimizer>(
         *ddp_, [this](std::vector<::torch::Tensor> shards) { return make_optimizer(config_, std::move(shards)); },
-        torch::ZeroOptions{.quantize_weights = zero_pp.qwz || precision_.wire != compress::CodecId::kNone,
-                           .weight_codec = zero_pp.qwz ? compress::CodecId::kInt8 : precision_.wire});
+        zero_pp.qwz ? torch::ZeroOptions{.quantize_weights = true, .weight_codec = compress::CodecId::kInt8}
+                    : precision_.zero_options());
   } else if (!sharded_) {
     optimizer_ = make_optimizer(config_, model_->parameters());
   }
@@ -171,8 +170,8 @@ double Trainer::train_step(std::span<const std::int64_t> indices, EpochFigures& 
     {
       trace::ComputeScope backward(trace_.get(), "backward");
       // The last rank poisons one gradient element at --inject-overflow's step.
-      InjectedOverflow poison(model_->parameters(), config_.inject_overflow == step_ + 1 &&
-                                                        comm_.rank() == comm_.size() - 1 && k + 1 == config_.accumulate);
+      InjectedOverflow poison(model_->parameters(),
+                              InjectedOverflow::injects_at(config_, step_ + 1, comm_) && k + 1 == config_.accumulate);
       (precision_.scaler ? loss * precision_.scaler->scale() : loss).backward();
     }
     loss_sum += loss.item<double>();
@@ -206,19 +205,14 @@ double Trainer::train_step(std::span<const std::int64_t> indices, EpochFigures& 
 // Steps the optimizer; under a loss scale first divides the averaged gradients by it and skips
 // the step, on every rank alike, when they overflowed anywhere. Returns whether it stepped.
 bool Trainer::update() {
-  if (precision_.scaler) {
-    double scale = precision_.scaler->scale();
-    bool overflow = sharded_ ? sharded_->unscale_gradients(scale)
-                    : zero_  ? zero_->unscale_gradients(scale)
-                             : torch::unscale_gradients(torch::gradients_of(model_->parameters()), scale, comm_);
-    if (!precision_.scaler->update(overflow)) {
-      if (zero_) zero_->skip_step();
-      skipped_steps_.push_back(step_ + 1);
-      say(comm_, fmt::format("  step {}: the fp16 gradients overflowed at loss scale {}: step skipped on every rank, "
-                             "the scale is now {}",
-                             step_ + 1, scale, precision_.scaler->scale()));
-      return false;
-    }
+  bool steps = precision_.unscale_or_skip(comm_, step_ + 1, [this](double scale) {
+    return sharded_ ? sharded_->unscale_gradients(scale)
+           : zero_  ? zero_->unscale_gradients(scale)
+                    : torch::unscale_gradients(torch::gradients_of(model_->parameters()), scale, comm_);
+  });
+  if (!steps) {
+    if (zero_) zero_->skip_step();
+    return false;
   }
   if (sharded_) {
     if (config_.clip_grad > 0) sharded_->clip_grad_norm(config_.clip_grad);
@@ -293,7 +287,7 @@ RunSummary Trainer::run() {
   RunSummary summary{.model = config_.model, .world = comm_.size(), .threads = config_.threads,
                      .parameters = parameter_count(), .compress = config_.compress, .overlap = config_.overlap,
                      .blas = blas_description(), .data = data_->describe(), .resumed = resumed_,
-                     .zero_stage = config_.zero, .zero_pp = config_.zero_pp, .precision = config_.precision};
+                     .zero_stage = config_.zero, .zero_pp = config_.zero_pp};
   for (std::int64_t epoch = start_.epoch; step_ < total_steps_; ++epoch) {
     EpochFigures figures{.epoch = epoch + 1};
     train_epoch(epoch, epoch == start_.epoch ? start_.batch_in_epoch : 0, figures);
@@ -302,8 +296,7 @@ RunSummary Trainer::run() {
   }
   summary.steps = step_;
   summary.step_losses = step_losses_;
-  summary.skipped_steps = skipped_steps_;
-  if (precision_.scaler) summary.loss_scale = precision_.scaler->scale();
+  precision_.report(summary);
   torch::ModelStateBytes state = sharded_ ? sharded_->model_state_bytes()
                                  : zero_  ? zero_->model_state_bytes()
                                           : torch::model_state_bytes(ddp_->parameters(), optimizer_.get());

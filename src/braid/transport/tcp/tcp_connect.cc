@@ -1,13 +1,18 @@
-// Building the TCP mesh. Each rank listens, publishes "host:port" in the store, then sends its
-// hello to every lower rank, accepts every higher rank, and finally collects the verdicts of
-// the lower ranks. Sending all hellos before waiting for any verdict means no rank waits on a
-// chain of others: rank 0 only accepts, and every accept is answered as it arrives.
+// Building the TCP mesh. Each rank listens, publishes "host:port" in the store, then connects to
+// every lower rank on one thread while accepting every higher rank on this one. The handshake
+// is a challenge-response (job_token.h): a connector must answer its acceptor's challenge, so
+// it cannot send its hellos and come back later. With both sides running at once every
+// acceptor is serving from the start and every connector answers at once, so no rank waits on a
+// chain of others: rank 0 only accepts, the highest rank only connects.
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
+#include <exception>
 #include <set>
 
 #include "braid/base/log.h"
+#include "braid/base/start_thread.h"
 #include "braid/bootstrap/job_token.h"
 #include "braid/bootstrap/socket.h"
 #include "braid/bootstrap/key_value_store.h"
@@ -39,15 +44,25 @@ std::pair<std::string, std::uint16_t> split_endpoint(const std::string& endpoint
 // job's timeout (connections are accepted one at a time).
 constexpr Seconds kHelloTimeout{10.0};
 
-// Accepts until every rank in `expected` has connected with the right token. Connections that
+// How often the accepting side looks whether the connecting side has given up.
+constexpr Seconds kAbandonPoll{0.1};
+
+// Accepts until every rank in `expected` has connected with the right token, or `abandon` is
+// set (the connecting side failed: its error is the one to report, at once). Connections that
 // fail the handshake (a stray client, a wrong token, no hello in time) are logged and dropped;
 // setup goes on.
 std::vector<std::pair<int, UniqueFd>> accept_peers(int listen_fd, std::set<int> expected, const TcpOptions& options,
-                                                   Deadline deadline) {
+                                                   Deadline deadline, const std::atomic<bool>& abandon) {
   std::vector<std::pair<int, UniqueFd>> accepted;
   ErrorContext ctx{.rank = options.rank, .op = "tcp.accept"};
-  while (!expected.empty()) {
-    UniqueFd fd = net::accept_connection(listen_fd, deadline, ctx);
+  while (!expected.empty() && !abandon.load()) {
+    UniqueFd fd;
+    try {
+      fd = net::accept_connection(listen_fd, Deadline::after(deadline.remaining(kAbandonPoll)), ctx);
+    } catch (const Timeout&) {
+      if (deadline.expired()) throw;
+      continue;
+    }
     try {
       Deadline hello_deadline = Deadline::after(deadline.remaining(kHelloTimeout));
       net::Hello hello = net::server_handshake(fd.get(), options.token, net::Role::kTransportPeer, hello_deadline, ctx);
@@ -66,6 +81,21 @@ std::vector<std::pair<int, UniqueFd>> accept_peers(int listen_fd, std::set<int> 
   return accepted;
 }
 
+// Connects to every lower rank in `lower` (ascending) and completes each handshake.
+std::vector<std::pair<int, UniqueFd>> connect_peers(const std::vector<int>& lower, const TcpOptions& options,
+                                                    StoreClient& store, Deadline deadline) {
+  std::vector<std::pair<int, UniqueFd>> connected;
+  for (int peer : lower) {
+    ErrorContext ctx{.rank = options.rank, .peer = peer, .op = "tcp.connect"};
+    auto [host, port] = split_endpoint(store.get(address_key(peer), deadline), options.rank);
+    UniqueFd fd = net::tcp_connect(host, port, deadline, ctx);
+    net::Hello hello{.role = net::Role::kTransportPeer, .rank = options.rank, .token = options.token};
+    net::client_handshake(fd.get(), hello, deadline, ctx);
+    connected.emplace_back(peer, std::move(fd));
+  }
+  return connected;
+}
+
 }  // namespace
 
 std::unique_ptr<TcpTransport> TcpTransport::connect(const TcpOptions& options, KeyValueStore& store,
@@ -76,24 +106,36 @@ std::unique_ptr<TcpTransport> TcpTransport::connect(const TcpOptions& options, K
   std::string endpoint = net::format_endpoint(options.advertise_addr, net::local_port(listener.get()));
   store.set(address_key(options.rank), endpoint, deadline);
 
-  std::vector<std::pair<int, UniqueFd>> connections;
+  std::vector<int> lower;
   std::set<int> higher;
   for (int peer : options.peers) {
-    if (peer > options.rank) {
-      higher.insert(peer);
-      continue;
+    if (peer < options.rank) lower.push_back(peer);
+    if (peer > options.rank) higher.insert(peer);
+  }
+  std::sort(lower.begin(), lower.end());
+  // The connecting side runs on its own thread; its error, if any, is rethrown here after the
+  // accepting side is done (both are bounded by `deadline`).
+  std::vector<std::pair<int, UniqueFd>> connections;
+  std::exception_ptr connect_error;
+  std::atomic<bool> connect_failed{false};
+  std::thread connector = start_thread({.rank = options.rank, .op = "tcp.connect"}, [&] {
+    try {
+      connections = connect_peers(lower, options, store, deadline);
+    } catch (...) {
+      connect_error = std::current_exception();
+      connect_failed = true;
     }
-    ErrorContext ctx{.rank = options.rank, .peer = peer, .op = "tcp.connect"};
-    auto [host, port] = split_endpoint(store.get(address_key(peer), deadline), options.rank);
-    UniqueFd fd = net::tcp_connect(host, port, deadline, ctx);
-    net::Hello hello{.role = net::Role::kTransportPeer, .rank = options.rank, .token = options.token};
-    net::send_hello(fd.get(), hello, deadline, ctx);
-    connections.emplace_back(peer, std::move(fd));
+  });
+  std::vector<std::pair<int, UniqueFd>> accepted;
+  try {
+    accepted = accept_peers(listener.get(), higher, options, deadline, connect_failed);
+  } catch (...) {
+    connector.join();
+    throw;
   }
-  for (auto& accepted : accept_peers(listener.get(), higher, options, deadline)) connections.push_back(std::move(accepted));
-  for (auto& [peer, fd] : connections) {
-    if (peer < options.rank) net::expect_accept(fd.get(), deadline, {.rank = options.rank, .peer = peer, .op = "tcp.connect"});
-  }
+  connector.join();
+  if (connect_error) std::rethrow_exception(connect_error);
+  for (auto& peer : accepted) connections.push_back(std::move(peer));
 
   std::sort(connections.begin(), connections.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   int max_rank = connections.empty() ? 0 : connections.back().first;
