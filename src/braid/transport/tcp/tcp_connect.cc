@@ -83,7 +83,7 @@ std::vector<std::pair<int, UniqueFd>> accept_peers(int listen_fd, std::set<int> 
 
 // Connects to every lower rank in `lower` (ascending) and completes each handshake.
 std::vector<std::pair<int, UniqueFd>> connect_peers(const std::vector<int>& lower, const TcpOptions& options,
-                                                    StoreClient& store, Deadline deadline) {
+                                                    KeyValueStore& store, Deadline deadline) {
   std::vector<std::pair<int, UniqueFd>> connected;
   for (int peer : lower) {
     ErrorContext ctx{.rank = options.rank, .peer = peer, .op = "tcp.connect"};
