@@ -18,6 +18,7 @@ PACKAGES=(
   libopenblas-dev                 # the BLAS LibTorch must use (see select_openblas below)
   dataset-fashion-mnist fortunes  # braid-train's data: Fashion-MNIST IDX files, the fortunes corpus
   python3-torch                   # the PyTorch DDP peer in bench/compare_ddp.sh
+  pybind11-dev python3-dev        # the torch.distributed backend "braid" (src/braid/python, docs/python.md)
 )
 
 # Debian's LibTorch calls the generic libblas.so.3 / liblapack.so.3, which the alternatives

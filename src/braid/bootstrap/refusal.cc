@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "braid/bootstrap/store.h"
+#include "braid/bootstrap/key_value_store.h"
 
 namespace braid {
 
@@ -10,7 +10,7 @@ namespace {
 constexpr std::string_view kRefused = "refused: ";
 }  // namespace
 
-void publish_refusal(StoreClient& store, const std::string& key, const Error& error, Deadline deadline) noexcept {
+void publish_refusal(KeyValueStore& store, const std::string& key, const Error& error, Deadline deadline) noexcept {
   try {
     store.set(key, std::string(kRefused) + error.detail(), deadline);
   } catch (...) {

@@ -12,11 +12,11 @@
 
 namespace braid {
 
-class StoreClient;
+class KeyValueStore;
 
 // Stores "refused: <error's detail>" under `key`. A store that is gone is ignored: the peers then learn
 // of this rank's exit themselves, and the caller is about to rethrow `error`.
-void publish_refusal(StoreClient& store, const std::string& key, const Error& error, Deadline deadline) noexcept;
+void publish_refusal(KeyValueStore& store, const std::string& key, const Error& error, Deadline deadline) noexcept;
 
 // Throws InvalidArgument with `context` ("rank P refused its <what>: ...") if `value`, read
 // from peer context.peer's key, is a refusal.

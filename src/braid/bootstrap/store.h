@@ -28,6 +28,7 @@
 #include "braid/base/clock.h"
 #include "braid/base/error.h"
 #include "braid/base/unique_fd.h"
+#include "braid/bootstrap/key_value_store.h"
 #include "braid/bootstrap/store_protocol.h"
 
 namespace braid {
@@ -72,16 +73,16 @@ class StoreServer {
 //
 // Thread safety: not thread-safe. Use a StoreClient from one thread at a time; threads that
 // need the store concurrently each open their own client (the server handles any number).
-class StoreClient {
+class StoreClient final : public KeyValueStore {
  public:
   // Connects (retrying until connect_deadline while rank 0 is still starting its server) and
   // proves `token`. `rank` is sent in the hello and named in errors.
   StoreClient(const std::string& host, std::uint16_t port, std::string token, int rank,
               Deadline connect_deadline = Deadline::from_env());
 
-  void set(const std::string& key, std::string_view value, Deadline deadline = Deadline::from_env());
-  std::string get(const std::string& key, Deadline deadline = Deadline::from_env());
-  void wait(const std::vector<std::string>& keys, Deadline deadline = Deadline::from_env());
+  void set(const std::string& key, std::string_view value, Deadline deadline = Deadline::from_env()) override;
+  std::string get(const std::string& key, Deadline deadline = Deadline::from_env()) override;
+  void wait(const std::vector<std::string>& keys, Deadline deadline = Deadline::from_env()) override;
   std::int64_t add(const std::string& key, std::int64_t delta, Deadline deadline = Deadline::from_env());
   bool check(const std::vector<std::string>& keys, Deadline deadline = Deadline::from_env());
   bool delete_key(const std::string& key, Deadline deadline = Deadline::from_env());

@@ -26,8 +26,13 @@ std::uint64_t child_comm_id(std::uint64_t parent, std::int64_t seq, int color) {
 
 }  // namespace
 
-Communicator Communicator::init() {
-  std::shared_ptr<World> world = World::create();
+Communicator Communicator::init() { return world_communicator(World::create()); }
+
+Communicator Communicator::init(int rank, int size, std::shared_ptr<KeyValueStore> store) {
+  return world_communicator(World::join(rank, size, std::move(store)));
+}
+
+Communicator Communicator::world_communicator(std::shared_ptr<World> world) {
   std::vector<int> members(static_cast<std::size_t>(world->info.world_size));
   std::iota(members.begin(), members.end(), 0);
   Topology topology = world->topology;

@@ -42,6 +42,7 @@
 namespace braid {
 
 class CommAttachment;
+class KeyValueStore;
 class ScratchBuffer;
 struct Envelope;
 struct MatchKey;
@@ -59,6 +60,10 @@ class Communicator {
   // Joins the job described by the environment (braid-run, torchrun, Open MPI or Slurm
   // variables; a lone process without any is a world of size 1). Collective over the world.
   static Communicator init();
+  // Joins as `rank` of `size` through a store the ranks already share (bootstrap/
+  // key_value_store.h: e.g. torch.distributed's, wrapped by the Python backend) instead of the
+  // launcher's variables and rank 0's store server. Collective over the world.
+  static Communicator init(int rank, int size, std::shared_ptr<KeyValueStore> store);
 
   Communicator(Communicator&&) noexcept;
   Communicator& operator=(Communicator&&) noexcept;
@@ -96,6 +101,8 @@ class Communicator {
   friend class detail::CollectiveAccess;
 
   Communicator(std::shared_ptr<World> world, std::vector<int> members, int rank, std::uint64_t id, Topology topology);
+  // The communicator of every rank of `world`, returned once every connection works.
+  static Communicator world_communicator(std::shared_ptr<World> world);
   Work post(bool is_send, void* data, const MatchKey& key, const Envelope& envelope, int peer);
   std::uint64_t checked_bytes(const void* data, std::int64_t count, DType dtype, int peer, int tag, const char* op) const;
   // See detail::CollectiveAccess for these.

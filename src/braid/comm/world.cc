@@ -9,6 +9,7 @@
 #include "braid/base/env.h"
 #include "braid/base/log.h"
 #include "braid/base/random.h"
+#include "braid/bootstrap/job_token.h"
 #include "braid/bootstrap/refusal.h"
 #include "braid/bootstrap/socket.h"
 #include "braid/transport/shm/shm_transport.h"
@@ -55,9 +56,9 @@ std::unique_ptr<StoreServer> start_store_server(const RankInfo& info) {
   }
 }
 
-std::string agree_on_job_id(const RankInfo& info, StoreClient& store, Deadline deadline) {
+std::string agree_on_job_id(const RankInfo& info, KeyValueStore& store, Deadline deadline) {
   if (!info.job_id.empty()) return info.job_id;
-  if (info.rank == 0) store.set("job_id", random_hex(6));
+  if (info.rank == 0) store.set("job_id", random_hex(6), deadline);
   return store.get("job_id", deadline);
 }
 
@@ -92,7 +93,7 @@ void check_settings(const RankInfo& info) {
   }
 }
 
-std::vector<std::string> exchange_host_ids(const RankInfo& info, StoreClient& store, Deadline deadline) {
+std::vector<std::string> exchange_host_ids(const RankInfo& info, KeyValueStore& store, Deadline deadline) {
   store.set(host_key(info.rank), default_host_id(), deadline);
   std::vector<std::string> ids;
   for (int r = 0; r < info.world_size; ++r) {
@@ -110,7 +111,7 @@ bool ranks_outnumber_cores(const Topology& topology, int rank) {
   return topology.local_size(rank) > cores;
 }
 
-std::shared_ptr<Fabric> connect_fabric(const RankInfo& info, const Topology& topology, StoreClient& store,
+std::shared_ptr<Fabric> connect_fabric(const RankInfo& info, const Topology& topology, KeyValueStore& store,
                                        const std::string& job_id, Deadline deadline) {
   std::vector<int> local;
   if (transport_mode() == TransportMode::kAuto) local = topology.ranks_on_host(topology.host_of(info.rank));
@@ -147,6 +148,36 @@ std::shared_ptr<Fabric> connect_fabric(const RankInfo& info, const Topology& top
   return std::make_shared<Fabric>(info.rank, info.world_size, std::move(transports), std::move(route), fabric_options);
 }
 
+void make_single_rank(World& world) {
+  world.topology = Topology({default_host_id()});
+  world.fabric =
+      std::make_shared<Fabric>(0, 1, std::vector<std::unique_ptr<Transport>>{}, std::vector<int>{0}, FabricOptions{});
+}
+
+// The steps after the store exists, shared by create() and join().
+void connect_world(World& world, Deadline deadline) {
+  world.job_id = agree_on_job_id(world.info, *world.store, deadline);
+  world.topology = Topology(exchange_host_ids(world.info, *world.store, deadline));
+  world.fabric = connect_fabric(world.info, world.topology, *world.store, world.job_id, deadline);
+}
+
+// The peers' connections prove a token; the caller's store is what the ranks already trust, so
+// rank 0 draws one there unless the launcher gave BRAID_JOB_TOKEN to every rank.
+std::string agree_on_job_token(int rank, KeyValueStore& store, Deadline deadline) {
+  if (auto token = env::get(env::kJobToken)) return *token;
+  if (rank == 0) store.set("job_token", net::generate_job_token(), deadline);
+  return store.get("job_token", deadline);
+}
+
+// The master address only steers which interface the TCP listener binds (transport_bind_address):
+// loopback unless the launcher names another host.
+RankInfo joined_rank_info(int rank, int size) {
+  RankInfo info{.rank = rank, .world_size = size, .local_rank = -1, .local_world_size = -1, .source = "store"};
+  if (auto addr = env::get(env::kMasterAddr)) info.master_addr = *addr;
+  else if (auto torch_addr = env::get(env::kTorchMasterAddr)) info.master_addr = *torch_addr;
+  return info;
+}
+
 }  // namespace
 
 std::shared_ptr<World> World::create() {
@@ -155,17 +186,32 @@ std::shared_ptr<World> World::create() {
   const RankInfo& info = world->info;
   check_settings(info);
   if (info.world_size == 1) {
-    world->topology = Topology({default_host_id()});
-    world->fabric = std::make_shared<Fabric>(0, 1, std::vector<std::unique_ptr<Transport>>{}, std::vector<int>{0},
-                                             FabricOptions{});
+    make_single_rank(*world);
     return world;
   }
   Deadline deadline = Deadline::from_env();
   if (info.rank == 0) world->store_server = start_store_server(info);
-  world->store = std::make_unique<StoreClient>(info.master_addr, info.master_port, info.job_token, info.rank, deadline);
-  world->job_id = agree_on_job_id(info, *world->store, deadline);
-  world->topology = Topology(exchange_host_ids(info, *world->store, deadline));
-  world->fabric = connect_fabric(info, world->topology, *world->store, world->job_id, deadline);
+  world->store = std::make_shared<StoreClient>(info.master_addr, info.master_port, info.job_token, info.rank, deadline);
+  connect_world(*world, deadline);
+  return world;
+}
+
+std::shared_ptr<World> World::join(int rank, int size, std::shared_ptr<KeyValueStore> store) {
+  auto world = std::make_shared<World>();
+  world->info = joined_rank_info(rank, size);
+  try {
+    env::check_all();
+  } catch (const Error& e) {
+    throw InvalidArgument({.rank = rank, .op = "init"}, e.detail());
+  }
+  if (size == 1) {
+    make_single_rank(*world);
+    return world;
+  }
+  Deadline deadline = Deadline::from_env();
+  world->store = std::move(store);
+  world->info.job_token = agree_on_job_token(rank, *world->store, deadline);
+  connect_world(*world, deadline);
   return world;
 }
 

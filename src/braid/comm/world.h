@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 
+#include "braid/bootstrap/key_value_store.h"
 #include "braid/bootstrap/rank_discovery.h"
 #include "braid/bootstrap/store.h"
 #include "braid/comm/topology.h"
@@ -19,12 +20,16 @@ struct World {
   // Declaration order is destruction order reversed: the fabric closes first, the store
   // server (rank 0) last, so no rank loses the store while it still needs it.
   std::unique_ptr<StoreServer> store_server;
-  std::unique_ptr<StoreClient> store;
+  std::shared_ptr<KeyValueStore> store;  // braid's StoreClient, or the one join() was given
   Topology topology;
   std::shared_ptr<Fabric> fabric;
 
   // Rendezvous, host discovery and transport set-up for the job the environment describes.
   static std::shared_ptr<World> create();
+  // Rendezvous through a store the caller's framework already shares (torch.distributed's
+  // c10d store): `rank` of `size`, no store server, no launcher variables needed. The job
+  // token is BRAID_JOB_TOKEN where set, else drawn by rank 0 and shared through `store`.
+  static std::shared_ptr<World> join(int rank, int size, std::shared_ptr<KeyValueStore> store);
 };
 
 }  // namespace braid

@@ -9,7 +9,7 @@
 
 #include "braid/base/env.h"
 #include "braid/bootstrap/refusal.h"
-#include "braid/bootstrap/store.h"
+#include "braid/bootstrap/key_value_store.h"
 #include "braid/transport/shm/futex.h"
 #include "braid/transport/shm/segment_names.h"
 #include "braid/transport/shm/shm_budget.h"
@@ -47,7 +47,7 @@ namespace {
 
 std::string store_key(const char* stage, int rank) { return fmt::format("shm/{}/{}", stage, rank); }
 
-void wait_for_stage(StoreClient& store, const char* stage, const std::vector<int>& ranks, Deadline deadline) {
+void wait_for_stage(KeyValueStore& store, const char* stage, const std::vector<int>& ranks, Deadline deadline) {
   std::vector<std::string> keys;
   for (int r : ranks) keys.push_back(store_key(stage, r));
   store.wait(keys, deadline);
@@ -87,7 +87,7 @@ void check_budget(const ShmOptions& options, const SegmentLayout& layout) {
 // Stage 0, before any segment exists: every rank of the host publishes its geometry (or why it
 // refuses its settings) and checks every peer's. Disagreement or a refusal therefore ends the
 // set-up with nothing to clean up, even if a launcher SIGTERMs the ranks at once.
-void agree_on_geometry(const ShmOptions& options, const SegmentLayout& layout, StoreClient& store, Deadline deadline) {
+void agree_on_geometry(const ShmOptions& options, const SegmentLayout& layout, KeyValueStore& store, Deadline deadline) {
   const int self = options.rank;
   const std::string key = store_key("geometry", self);
   try {
@@ -117,7 +117,7 @@ ShmTransport::ShmTransport(const ShmOptions& options)
 
 ShmTransport::~ShmTransport() = default;
 
-std::unique_ptr<ShmTransport> ShmTransport::connect(const ShmOptions& options, StoreClient& store, Deadline deadline) {
+std::unique_ptr<ShmTransport> ShmTransport::connect(const ShmOptions& options, KeyValueStore& store, Deadline deadline) {
   std::unique_ptr<ShmTransport> t(new ShmTransport(options));
   agree_on_geometry(options, t->layout_, store, deadline);
   const int self = options.rank;

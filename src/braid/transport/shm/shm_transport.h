@@ -30,7 +30,7 @@
 #include "braid/transport/transport.h"
 
 namespace braid {
-class StoreClient;
+class KeyValueStore;
 }
 
 namespace braid::shm {
@@ -51,7 +51,7 @@ class ShmTransport final : public Transport {
   // Collective over options.local_ranks (through `store`): agree on the geometry, create,
   // exchange, map, unlink. Throws InvalidArgument (a rank's settings, or more shared memory
   // than the machine can give), Mismatch (ranks disagree), Timeout, PeerLost.
-  static std::unique_ptr<ShmTransport> connect(const ShmOptions& options, StoreClient& store, Deadline deadline);
+  static std::unique_ptr<ShmTransport> connect(const ShmOptions& options, KeyValueStore& store, Deadline deadline);
   ~ShmTransport() override;
 
   std::string_view name() const override { return "shm"; }

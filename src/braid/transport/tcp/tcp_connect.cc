@@ -15,7 +15,7 @@
 #include "braid/base/start_thread.h"
 #include "braid/bootstrap/job_token.h"
 #include "braid/bootstrap/socket.h"
-#include "braid/bootstrap/store.h"
+#include "braid/bootstrap/key_value_store.h"
 #include "braid/transport/tcp/tcp_peer.h"
 #include "braid/transport/tcp/tcp_transport.h"
 
@@ -83,7 +83,7 @@ std::vector<std::pair<int, UniqueFd>> accept_peers(int listen_fd, std::set<int> 
 
 // Connects to every lower rank in `lower` (ascending) and completes each handshake.
 std::vector<std::pair<int, UniqueFd>> connect_peers(const std::vector<int>& lower, const TcpOptions& options,
-                                                    StoreClient& store, Deadline deadline) {
+                                                    KeyValueStore& store, Deadline deadline) {
   std::vector<std::pair<int, UniqueFd>> connected;
   for (int peer : lower) {
     ErrorContext ctx{.rank = options.rank, .peer = peer, .op = "tcp.connect"};
@@ -98,13 +98,13 @@ std::vector<std::pair<int, UniqueFd>> connect_peers(const std::vector<int>& lowe
 
 }  // namespace
 
-std::unique_ptr<TcpTransport> TcpTransport::connect(const TcpOptions& options, StoreClient& store,
+std::unique_ptr<TcpTransport> TcpTransport::connect(const TcpOptions& options, KeyValueStore& store,
                                                     Deadline deadline) {
   std::unique_ptr<TcpTransport> t(new TcpTransport(options));
   t->lost_after_ = peer_timeout();
   UniqueFd listener = net::tcp_listen(options.bind_addr, 0);
   std::string endpoint = net::format_endpoint(options.advertise_addr, net::local_port(listener.get()));
-  store.set(address_key(options.rank), endpoint);
+  store.set(address_key(options.rank), endpoint, deadline);
 
   std::vector<int> lower;
   std::set<int> higher;

@@ -26,7 +26,7 @@
 #include "braid/transport/transport.h"
 
 namespace braid {
-class StoreClient;
+class KeyValueStore;
 }
 
 namespace braid::tcp {
@@ -43,7 +43,7 @@ class TcpTransport final : public Transport {
  public:
   // Collective over `options.peers` (through `store`): listen, publish, connect the mesh (each
   // rank connects to lower ranks and accepts higher ones), prove the job token both ways.
-  static std::unique_ptr<TcpTransport> connect(const TcpOptions& options, StoreClient& store, Deadline deadline);
+  static std::unique_ptr<TcpTransport> connect(const TcpOptions& options, KeyValueStore& store, Deadline deadline);
   ~TcpTransport() override;
 
   std::string_view name() const override { return "tcp"; }

@@ -1,0 +1,5 @@
+"""braid: communication for distributed deep-learning training.
+
+``import braid.torch`` registers braid as the torch.distributed backend "braid"
+(docs/python.md).
+"""
