@@ -9,3 +9,6 @@ bash scripts/build.sh
 bash scripts/thread_safety.sh
 # Two at a time: multi-process tests start up to 5 ranks each on this 2-core machine.
 ctest --test-dir build --output-on-failure -j 2 "$@"
+# The sanitizer lanes: multi-process suites under ASan+UBSan, threaded unit suites under TSan
+# (./build-asan, ./build-tsan; docs/reliability.md). Skipped when the caller picks tests.
+if [ $# -eq 0 ]; then bash scripts/sanitizers.sh; fi
