@@ -265,6 +265,18 @@ void FullyShardedModule::ensure_gathered(int u, int direction) {
   wait_gather(u);
 }
 
+void FullyShardedModule::gather_unit(int u) {
+  check_not_summoned("FullyShardedModule::gather_unit");
+  if (tracker_.demand(u)) issue_gather(u, +1);
+  wait_gather(u);
+}
+
+void FullyShardedModule::count_gradients_in_grad() {
+  for (std::size_t id = 0; id < params_.size(); ++id) {
+    if (params_[id].tensor.grad().defined()) gradient_final(static_cast<int>(id));
+  }
+}
+
 void FullyShardedModule::issue_gather(int u, int direction) {
   Unit& unit = units_[static_cast<std::size_t>(u)];
   parameter_pool_.fill(unit.full);
@@ -465,10 +477,28 @@ void FullyShardedModule::zero_grad() {
   for (Param& p : params_) p.tensor.mutable_grad().reset();
 }
 
-double FullyShardedModule::clip_grad_norm(double max_norm) {
-  double squares = 0;
-  for (const Unit& unit : units_) squares += unit.shard.grad().to(::torch::kFloat64).square().sum().item<double>();
-  allreduce(comm_, &squares, &squares, 1, DType::kF64, ReduceOp::kSum);
+// The part of each counted parameter inside this rank's shards (the padding is zero either way).
+double FullyShardedModule::shard_gradient_squares(const GradientNormScope& scope) const {
+  auto squares = [](const ::torch::Tensor& g) { return g.to(::torch::kFloat64).square().sum().item<double>(); };
+  double sum = 0;
+  for (const Unit& unit : units_) {
+    if (!scope.counted) {
+      sum += squares(unit.shard.grad());
+      continue;
+    }
+    const engine::FlatBuffer& buffer = layout_.buffers[static_cast<std::size_t>(layout_.buffer_of[unit.params.front()])];
+    for (const engine::ShardPiece& piece : buffer.shard_pieces[static_cast<std::size_t>(comm_.rank())]) {
+      if (scope.counted(params_[static_cast<std::size_t>(piece.param)].tensor)) {
+        sum += squares(unit.shard.grad().narrow(0, piece.shard_offset, piece.length));
+      }
+    }
+  }
+  return sum;
+}
+
+double FullyShardedModule::clip_grad_norm(double max_norm, const GradientNormScope& scope) {
+  double squares = shard_gradient_squares(scope);
+  allreduce(scope.sum_over ? *scope.sum_over : comm_, &squares, &squares, 1, DType::kF64, ReduceOp::kSum);
   double norm = std::sqrt(squares);
   if (!std::isfinite(norm)) return norm;
   double scale = max_norm / (norm + 1e-6);
@@ -479,10 +509,10 @@ double FullyShardedModule::clip_grad_norm(double max_norm) {
   return norm;
 }
 
-bool FullyShardedModule::unscale_gradients(double scale) {
+bool FullyShardedModule::unscale_gradients(double scale, Communicator* agree_over) {
   std::vector<::torch::Tensor> shards;
   for (const Unit& unit : units_) shards.push_back(unit.shard.grad());
-  return torch::unscale_gradients(shards, scale, comm_);
+  return torch::unscale_gradients(shards, scale, agree_over ? *agree_over : comm_);
 }
 
 void FullyShardedModule::step() {

@@ -150,15 +150,32 @@ class FullyShardedModule {
   void zero_grad();
   // torch.nn.utils.clip_grad_norm_'s rule over the averaged gradient, each element once (one
   // 8-byte allreduce of the shards' squares). Returns the norm before clipping; non-finite: returned,
-  // nothing scaled. REQUIRES: a synchronising synchronize() of this step.
-  double clip_grad_norm(double max_norm);
+  // nothing scaled. REQUIRES: a synchronising synchronize() of this step. `scope` (as
+  // ZeroOptimizer's): the squares summed over scope.sum_over instead of the module's communicator,
+  // and only of the parameters scope.counted accepts (a mesh: the whole job, TP-replicated
+  // parameters on TP rank 0 only).
+  double clip_grad_norm(double max_norm, const GradientNormScope& scope = {});
   // The inner optimizer's step over this rank's shards. REQUIRES: as clip_grad_norm.
   void step();
   // Mixed precision under a loss scale (parallel/loss_scaler.h): divides this step's shard
   // gradients by `scale` and returns whether any rank found a non-finite element in its shards,
-  // the agreed overflow decision (one allreduce). REQUIRES: synchronize() of this step returned;
-  // before clip_grad_norm() and step(). After an overflow the caller skips step(). Collective.
-  bool unscale_gradients(double scale);
+  // the agreed overflow decision (one allreduce, over `agree_over` when given: a mesh agrees over
+  // the whole job). REQUIRES: synchronize() of this step returned; before clip_grad_norm() and
+  // step(). After an overflow the caller skips step(). Collective.
+  bool unscale_gradients(double scale, Communicator* agree_over = nullptr);
+
+  // For a pipeline stage (tools/braid_train/mesh_fully_sharded.h), whose schedule runs each unit's
+  // forwards and backwards one micro-batch at a time and not through forward(): gather unit u
+  // now (no prefetch; within the cap and the counters) and release it after the call. Backwards
+  // then run under set_sync(false), accumulating into .grad, and the step's synchronising
+  // synchronize() reduce-scatters every unit once. Collective over the communicator, in the same
+  // order on every rank.
+  void gather_unit(int u);
+  void release_unit(int u) { release(u); }
+  // For backwards that bypass the AccumulateGrad hooks (torch::autograd::grad, as zero bubble's
+  // weight pass does, adding into .grad itself): every parameter whose .grad is defined now
+  // counts as having got its gradient in this backward. Call before the synchronising synchronize().
+  void count_gradients_in_grad();
 
   // RAII: every unit gathered for the scope's life (evaluation, a digest, export), outside the cap
   // and the counters. Collective. REQUIRES: not inside forward/backward; forward() is refused inside.
@@ -243,6 +260,7 @@ class FullyShardedModule {
   void end_backward();
   void broadcast_buffers();
   void timed_wait(Work& work);
+  double shard_gradient_squares(const GradientNormScope& scope) const;
 
   Communicator& comm_;
   ::torch::nn::Sequential layers_;

@@ -30,7 +30,9 @@
 #include "braid/torch/zero_optimizer.h"
 #include "braid/trace/trace_recorder.h"
 #include "braid/tools/braid_train/blas_runtime.h"
+#include "braid/tools/braid_train/fully_sharded_training.h"
 #include "braid/tools/braid_train/mesh_checkpoint.h"
+#include "braid/tools/braid_train/mesh_fully_sharded.h"
 #include "braid/tools/braid_train/mixed_precision_training.h"
 #include "braid/tools/braid_train/training_common.h"
 
@@ -77,12 +79,15 @@ class MeshTrainer {
   void set_up();
   void build_model();
   void build_stage();
+  void build_data_parallel();
   void resume();
   void save(const torch::TrainingPosition& position);
   void train_step(std::span<const std::int64_t> indices, EpochFigures& figures);
   ::torch::Tensor micro_loss(int mb, const ::torch::Tensor& output);
   void share_model();
   void clip_gradients();
+  torch::GradientNormScope whole_job_norm(std::set<const void*>& split);
+  GradSyncStats synchronize();
   bool update();
   void step_optimizer();
   MeshCheckpoint checkpoint();
@@ -102,6 +107,8 @@ class MeshTrainer {
   std::unique_ptr<torch::DistributedDataParallel> ddp_;
   std::unique_ptr<::torch::optim::Optimizer> optimizer_;  // --zero 0
   std::unique_ptr<torch::ZeroOptimizer> zero_;             // --zero 1 or 2: sharded over the dp axis
+  std::unique_ptr<torch::FullyShardedModule> sharded_;     // --zero 3: the stage's parameters over the dp axis
+  std::unique_ptr<FullyShardedPipelineStage> sharded_stage_;  // what the pipeline runs with --zero 3
   std::unique_ptr<trace::TraceRecorder> trace_;
   std::unique_ptr<parallel::PipelineRuntime> runtime_;
   std::unique_ptr<torch::DistributedSampler> sampler_;
@@ -191,6 +198,24 @@ void MeshTrainer::build_stage() {
   // streams after it.
   stage_holder_ = stage_module(layers, stage_model_->layers(), rng_->state());
   stage_params_ = torch::split_by_tensor_parallelism(*stage_holder_);
+  if (config_.zero == 3) {  // no DDP: the FullyShardedModule reduce-scatters (mesh_fully_sharded.h)
+    sharded_ = make_mesh_fully_sharded(mesh_->data_parallel(), config_, layers, partition_, stage_);
+    sharded_stage_ = std::make_unique<FullyShardedPipelineStage>(*stage_model_, *sharded_);
+  } else {
+    build_data_parallel();
+  }
+  if (!config_.trace_dir.empty()) {
+    trace_ = std::make_unique<trace::TraceRecorder>(trace::TraceOptions{.rank = world_.rank(), .output_dir = config_.trace_dir});
+    trace_collectives(mesh_->group("tp"), *trace_);  // the TP and SP collectives on the timeline
+  }
+  traffic_.watch(mesh_->group("tp"), "tp");
+  traffic_.watch(mesh_->data_parallel(), "dp");
+  parallel::PipelineStage& piece = sharded_stage_ ? static_cast<parallel::PipelineStage&>(*sharded_stage_) : *stage_model_;
+  runtime_ = std::make_unique<parallel::PipelineRuntime>(mesh_->group("pp"), schedule, piece,
+                                                         parallel::PipelineRuntimeOptions{.trace = trace_.get()});
+}
+
+void MeshTrainer::build_data_parallel() {
   ddp_ = std::make_unique<torch::DistributedDataParallel>(
       mesh_->data_parallel(), stage_holder_,
       torch::DdpOptions{.bucket_cap = config_.bucket_mb,
@@ -206,14 +231,6 @@ void MeshTrainer::build_stage() {
   } else {
     optimizer_ = make_optimizer(config_, stage_model_->parameters());
   }
-  if (!config_.trace_dir.empty()) {
-    trace_ = std::make_unique<trace::TraceRecorder>(trace::TraceOptions{.rank = world_.rank(), .output_dir = config_.trace_dir});
-    trace_collectives(mesh_->group("tp"), *trace_);  // the TP and SP collectives on the timeline
-  }
-  traffic_.watch(mesh_->group("tp"), "tp");
-  traffic_.watch(mesh_->data_parallel(), "dp");
-  runtime_ = std::make_unique<parallel::PipelineRuntime>(mesh_->group("pp"), schedule, *stage_model_,
-                                                         parallel::PipelineRuntimeOptions{.trace = trace_.get()});
 }
 
 MeshCheckpoint MeshTrainer::checkpoint() {
@@ -254,7 +271,12 @@ void MeshTrainer::resume() {
 void MeshTrainer::train_step(std::span<const std::int64_t> indices, EpochFigures& figures) {
   auto start = Clock::now();
   current_ = data_->train_batch(indices);
-  ddp_->zero_grad();
+  if (sharded_) {
+    sharded_->zero_grad();
+    sharded_->set_sync(false);  // the micro-batches' backwards accumulate; reduce-scattered once below
+  } else {
+    ddp_->zero_grad();
+  }
   traffic_.take();  // count this step only
   parallel::StepReport report = runtime_->run_step();
   if (InjectedOverflow::injects_at(config_, step_ + 1, world_)) poison_accumulated_gradient(stage_model_->parameters());
@@ -262,10 +284,7 @@ void MeshTrainer::train_step(std::span<const std::int64_t> indices, EpochFigures
   figures.exposed_seconds += report.wait_seconds;
   traffic_.add_sent("pp", report.sent_bytes);
   if (config_.sequence_parallel) torch::sync_sequence_parallel_gradients(stage_params_.replicated, mesh_->group("tp"));
-  // One replica: nothing to average, and GradSync would copy every gradient into its buckets
-  // and back for nothing (the DDP is kept for the checkpoints it writes). ZeRO's optimizer
-  // steps GradSync's shards, so it synchronizes even then.
-  GradSyncStats stats = replicas_ > 1 || zero_ ? ddp_->synchronize() : GradSyncStats{};
+  GradSyncStats stats = synchronize();
   figures.communication_seconds += stats.communication_seconds;
   figures.exposed_seconds += stats.exposed_seconds;
   // This step's loss, on last stages (0 elsewhere); TP ranks hold the same one, counted once.
@@ -289,21 +308,40 @@ void MeshTrainer::train_step(std::span<const std::int64_t> indices, EpochFigures
   for (const auto& [axis, sent] : bytes) figures.axis_bytes_per_step[axis] += means[i++];
 }
 
+// One replica: nothing to average, and GradSync would copy every gradient into its buckets
+// and back for nothing (the DDP is kept for the checkpoints it writes). ZeRO's optimizer
+// steps GradSync's shards, and stage 3 its own, so they synchronize even then.
+GradSyncStats MeshTrainer::synchronize() {
+  if (sharded_) {
+    sharded_->count_gradients_in_grad();  // zb1's weight passes add into .grad without the hooks
+    sharded_->set_sync(true);
+    return stage3_stats(sharded_->synchronize());
+  }
+  return replicas_ > 1 || zero_ ? ddp_->synchronize() : GradSyncStats{};
+}
+
 // The whole model's norm: without ZeRO every replica holds the averaged gradients and sums its
 // stage's and TP piece's over the model-parallel group; with it each rank holds a disjoint shard
 // of them, so the squares are summed over the whole job, TP-replicated parameters counted on TP
 // rank 0 only (gradient_clipping.h).
 void MeshTrainer::clip_gradients() {
-  if (!zero_) {
+  if (!zero_ && !sharded_) {
     torch::clip_gradients_by_global_norm(stage_params_, config_.clip_grad, tp_rank_, mesh_->model_parallel());
     return;
   }
   std::set<const void*> split;
+  if (sharded_) {
+    sharded_->clip_grad_norm(config_.clip_grad, whole_job_norm(split));
+  } else {
+    zero_->clip_grad_norm(config_.clip_grad, whole_job_norm(split));
+  }
+}
+
+torch::GradientNormScope MeshTrainer::whole_job_norm(std::set<const void*>& split) {
   for (const ::torch::Tensor& p : stage_params_.split) split.insert(p.unsafeGetTensorImpl());
-  zero_->clip_grad_norm(config_.clip_grad,
-                        {.sum_over = &world_, .counted = [this, &split](const ::torch::Tensor& p) {
-                           return tp_rank_ == 0 || split.count(p.unsafeGetTensorImpl()) > 0;
-                         }});
+  return {.sum_over = &world_, .counted = [this, &split](const ::torch::Tensor& p) {
+            return tp_rank_ == 0 || split.count(p.unsafeGetTensorImpl()) > 0;
+          }};
 }
 
 // fp16: unscale before anything reads the gradients (the clipping norm included), and skip the
@@ -312,6 +350,7 @@ void MeshTrainer::clip_gradients() {
 // Returns whether the optimizer stepped.
 bool MeshTrainer::update() {
   bool steps = precision_.unscale_or_skip(world_, step_ + 1, [this](double scale) {
+    if (sharded_) return sharded_->unscale_gradients(scale, &world_);
     return zero_ ? zero_->unscale_gradients(scale, &world_)
                  : torch::unscale_gradients(torch::gradients_of(stage_model_->parameters()), scale, world_);
   });
@@ -327,6 +366,8 @@ bool MeshTrainer::update() {
 void MeshTrainer::step_optimizer() {
   if (zero_) {
     zero_->step();
+  } else if (sharded_) {
+    sharded_->step();
   } else {
     optimizer_->step();
   }
@@ -389,19 +430,27 @@ RunSummary MeshTrainer::run() {
     for (auto& [axis, bytes] : figures.axis_bytes_per_step) bytes /= static_cast<double>(std::max<std::int64_t>(figures.steps, 1));
     figures.train_loss = mean_over_ranks(world_, std::exchange(epoch_loss_sum_, 0.0),
                                          world_.rank() == 0 ? static_cast<double>(figures.steps * replicas_) : 0.0);
-    share_model();
-    if (config_.check_replicas) check_replicas(world_, *full_, step_);
-    evaluate(world_, *data_, *full_, figures);
+    {
+      std::optional<torch::FullyShardedModule::FullParameters> whole;  // stage 3: this stage's layers gathered
+      if (sharded_) whole.emplace(*sharded_);
+      share_model();
+      if (config_.check_replicas) check_replicas(world_, *full_, step_);
+      evaluate(world_, *data_, *full_, figures);
+    }
     say(world_, epoch_line(figures, data_->classification()));
     summary.epochs.push_back(figures);
   }
   summary.steps = step_;
   precision_.report(summary);
   summary.step_losses = step_losses_;
-  torch::ModelStateBytes state = zero_ ? zero_->model_state_bytes()  // this stage's
-                                        : torch::model_state_bytes(stage_model_->parameters(), optimizer_.get());
+  torch::ModelStateBytes state = sharded_ ? sharded_->model_state_bytes()  // this stage's
+                                 : zero_  ? zero_->model_state_bytes()
+                                          : torch::model_state_bytes(stage_model_->parameters(), optimizer_.get());
+  if (sharded_) summary.gathers = gather_report(*sharded_);
   summary.model_state = {.parameters = state.parameters, .gradients = state.gradients, .master = state.master,
                          .optimizer_state = state.optimizer_state};
+  std::optional<torch::FullyShardedModule::FullParameters> whole;  // stage 3: the digest and export see this stage
+  if (sharded_) whole.emplace(*sharded_);
   finish_run(world_, config_, summary, *full_, data_->classification());
   return summary;
 }

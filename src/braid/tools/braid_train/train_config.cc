@@ -142,7 +142,7 @@ void add_train_flags(CLI::App& app, TrainConfig& c) {
   app.add_option("--zero", c.zero,
                  "ZeRO stage: 0 (DDP), 1 (optimizer state sharded, gradients reduce-scattered after backward), 2 (as 1, "
                  "each bucket reduce-scattered during backward), 3 (parameters sharded too, each layer gathered for its forward "
-                 "and backward)")
+                 "and backward; with --tp/--pp/--dropout each pipeline chunk gathered for each micro-batch's forward and backward)")
       ->capture_default_str();
   app.add_option("--max-gathered-units", c.max_gathered_units,
                  "--zero 3: layers gathered at once, prefetches included (1: no prefetch)")
@@ -229,9 +229,15 @@ void validate_zero(const TrainConfig& c) {
   parse_zero_pp(c.zero_pp, c.zero);  // refuses --zero-pp without ZeRO, hpz, qgz-ef on stage 3
   if (c.zero == 0) return;
   if (c.zero == 3) {
-    if (c.uses_mesh()) {
-      bad("with --tp, --pp or --dropout (the mesh trainer) is not implemented yet; stage 3 runs on the data-parallel "
-          "trainer");
+    // The mesh's stage 3 (mesh_fully_sharded.h) has no ZeRO++ codecs and no checkpoints yet.
+    if (c.uses_mesh() && !c.zero_pp.empty()) {
+      bad(fmt::format("with --tp, --pp or --dropout (the mesh trainer) and --zero-pp {}: ZeRO++ is not implemented "
+                      "on the mesh; drop --zero-pp",
+                      c.zero_pp));
+    }
+    if (c.uses_mesh() && (!c.checkpoint_dir.empty() || c.resumes())) {
+      bad("with --tp, --pp or --dropout (the mesh trainer) and --checkpoint-dir / --resume: stage 3's checkpoints on "
+          "the mesh are not implemented yet; use --zero 1 (checkpointed on the mesh) or drop --checkpoint-dir");
     }
   }
   if (c.uses_mesh() && c.zero == 2) {

@@ -108,7 +108,14 @@ TEST(TrainConfig, ZeroStagesAndWhatTheyRefuse) {
     EXPECT_NE(error.find(message), std::string::npos) << error;
   };
   refused({"--zero", "3", "--max-gathered-units", "0"}, "--zero 3: --max-gathered-units 0: must be >= 1");
-  refused({"--model", "gpt", "--zero", "3", "--tp", "2"}, "--zero 3: with --tp, --pp or --dropout");
+  // Stage 3 on the mesh (mesh_fully_sharded.h), without ZeRO++ and checkpoints there.
+  EXPECT_EQ(error_of(parse({"--model", "gpt", "--zero", "3", "--tp", "2", "--clip-grad", "1"}), 4), "");
+  EXPECT_EQ(error_of(parse({"--model", "gpt", "--zero", "3", "--pp", "2", "--schedule", "zb1"}), 4), "");
+  EXPECT_EQ(error_of(parse({"--model", "gpt", "--zero", "3", "--dropout", "0.1", "--precision", "bf16"}), 3), "");
+  refused({"--model", "gpt", "--zero", "3", "--tp", "2", "--zero-pp", "qwz"},
+          "--zero 3: with --tp, --pp or --dropout (the mesh trainer) and --zero-pp qwz: ZeRO++ is not implemented");
+  refused({"--model", "gpt", "--zero", "3", "--pp", "2", "--checkpoint-dir", "ckpt"},
+          "and --checkpoint-dir / --resume: stage 3's checkpoints on the mesh are not implemented yet");
   refused({"--zero", "-1"}, "--zero -1: the stage must be 0, 1, 2 or 3");
   EXPECT_EQ(error_of(parse({"--model", "gpt", "--zero", "1", "--tp", "2", "--pp", "2", "--clip-grad", "1"}), 8), "");
   refused({"--model", "gpt", "--zero", "2", "--pp", "2"}, "--zero 2: with --tp, --pp or --dropout (the mesh trainer)");

@@ -1,0 +1,61 @@
+#include "braid/tools/braid_train/mesh_fully_sharded.h"
+
+#include <string>
+#include <vector>
+
+#include "braid/tools/braid_train/mixed_precision_training.h"
+#include "braid/tools/braid_train/training_common.h"
+
+namespace braid::train {
+
+std::unique_ptr<torch::FullyShardedModule> make_mesh_fully_sharded(Communicator& data_parallel, const TrainConfig& config,
+                                                                   ::torch::nn::Sequential& layers,
+                                                                   const parallel::LayerPartition& partition, int stage) {
+  ::torch::nn::Sequential own;
+  std::vector<torch::ShardedUnit> units;
+  for (int chunk = 0; chunk < partition.chunks; ++chunk) {
+    const parallel::LayerRange& range = partition.range(stage, chunk);
+    int begin = static_cast<int>(own->size());
+    auto it = layers->begin() + range.begin;
+    for (int i = range.begin; i < range.end; ++i, ++it) own->push_back("layer" + std::to_string(i), *it);
+    units.push_back({.name = "chunk" + std::to_string(chunk), .begin = begin, .end = static_cast<int>(own->size())});
+  }
+  compress::CodecId wire = plan_precision(config).wire;
+  return std::make_unique<torch::FullyShardedModule>(
+      data_parallel, own, std::move(units),
+      [&config](std::vector<::torch::Tensor> shards) { return make_optimizer(config, std::move(shards)); },
+      torch::FullyShardedOptions{.max_gathered_units = config.max_gathered_units,
+                                 .weight_codec = wire,
+                                 .gradient_codec = wire});
+}
+
+// The unit is released even when the call throws, so a failed step leaves nothing gathered.
+template <typename Call>
+auto FullyShardedPipelineStage::gathered(int chunk, Call call) {
+  sharded_.gather_unit(chunk);
+  struct Release {
+    torch::FullyShardedModule& sharded;
+    int unit;
+    ~Release() { sharded.release_unit(unit); }
+  } release{sharded_, chunk};
+  return call();
+}
+
+parallel::StageTensor FullyShardedPipelineStage::forward(int mb, int chunk, const parallel::StageTensor& input) {
+  return gathered(chunk, [&] { return inner_.forward(mb, chunk, input); });
+}
+
+parallel::StageTensor FullyShardedPipelineStage::backward_input(int mb, int chunk,
+                                                                const parallel::StageTensor& grad_output) {
+  return gathered(chunk, [&] { return inner_.backward_input(mb, chunk, grad_output); });
+}
+
+void FullyShardedPipelineStage::backward_weight(int mb, int chunk) {
+  gathered(chunk, [&] { inner_.backward_weight(mb, chunk); });
+}
+
+parallel::StageTensor FullyShardedPipelineStage::backward(int mb, int chunk, const parallel::StageTensor& grad_output) {
+  return gathered(chunk, [&] { return inner_.backward(mb, chunk, grad_output); });
+}
+
+}  // namespace braid::train

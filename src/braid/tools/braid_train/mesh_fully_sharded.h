@@ -1,0 +1,64 @@
+// braid-train --zero 3 on the mesh (--tp, --pp, --dropout): each (pipeline stage, TP piece)'s
+// parameters sharded over its data-parallel group, FSDP + TP ("2D") and ZeRO-3 + Megatron's way.
+// docs/zero.md "ZeRO on the mesh".
+//
+// Units. One FullyShardedModule over the stage's layers (a Sequential of them, in model order)
+// and one unit per pipeline chunk: the schedule calls a chunk's forward, backward (or zero
+// bubble's backward_input and backward_weight) one micro-batch at a time, and each such call
+// runs the whole chunk, so a chunk is the finest thing that can be gathered for a call.
+//
+// A step. Before every call on (mb, chunk) the chunk's unit is allgathered over the dp group,
+// after it released (its storage really freed: the autograd graphs of the micro-batches in
+// flight keep the StorageImpl, which the next gather fills again). So at most one unit is
+// gathered at any time, whatever the cap (--max-gathered-units >= 1), and no prefetch runs:
+// the next call's unit is known only to the schedule. The backwards run under set_sync(false)
+// and accumulate every micro-batch's gradient into .grad, as the mesh's DDP does; after the
+// pipeline the synchronising synchronize() reduce-scatters (kAvg) each unit once per step.
+// Wire bytes per rank and step, n = the dp size, S = the stage's padded shard floats (all its
+// units), M micro-batches, calls = 2 (forward + backward; zb1: 3, backward_input and
+// backward_weight each gather): (n - 1) x S x 4 x (calls x M + 1).
+//
+// Per micro-batch gathering (not once per step) is what keeps the cap meaningful: holding every
+// unit through the step would hold the whole stage's parameters, as without ZeRO-3.
+#pragma once
+
+#include <memory>
+
+#include "braid/comm/communicator.h"
+#include "braid/parallel/layer_partition.h"
+#include "braid/parallel/pipeline_stage.h"
+#include "braid/torch/fully_sharded.h"
+#include "braid/torch/sequential_stage.h"
+#include "braid/tools/braid_train/train_config.h"
+
+namespace braid::train {
+
+// `layers` the whole (TP-split) model's; `stage` this rank's pipeline stage. The wire codec as
+// the data-parallel trainer's stage 3 (--precision: 16 bits).
+std::unique_ptr<torch::FullyShardedModule> make_mesh_fully_sharded(Communicator& data_parallel, const TrainConfig& config,
+                                                                   ::torch::nn::Sequential& layers,
+                                                                   const parallel::LayerPartition& partition, int stage);
+
+// The pipeline stage the runtime drives: `inner`'s calls between a gather and a release of the
+// chunk's unit.
+class FullyShardedPipelineStage : public parallel::PipelineStage {
+ public:
+  FullyShardedPipelineStage(torch::SequentialStage& inner, torch::FullyShardedModule& sharded)
+      : inner_(inner), sharded_(sharded) {}
+
+  parallel::TensorShape input_shape(int chunk) const override { return inner_.input_shape(chunk); }
+  parallel::TensorShape output_shape(int chunk) const override { return inner_.output_shape(chunk); }
+  parallel::StageTensor forward(int mb, int chunk, const parallel::StageTensor& input) override;
+  parallel::StageTensor backward_input(int mb, int chunk, const parallel::StageTensor& grad_output) override;
+  void backward_weight(int mb, int chunk) override;
+  parallel::StageTensor backward(int mb, int chunk, const parallel::StageTensor& grad_output) override;
+
+ private:
+  template <typename Call>
+  auto gathered(int chunk, Call call);
+
+  torch::SequentialStage& inner_;
+  torch::FullyShardedModule& sharded_;
+};
+
+}  // namespace braid::train

@@ -1,0 +1,96 @@
+// braid-train --zero 3 on the mesh (--tp, --pp, --dropout; tools/braid_train/mesh_fully_sharded.h)
+// through real rank processes (braid-run): each (pipeline stage, TP piece)'s parameters sharded
+// over its data-parallel group, every pipeline chunk gathered for each micro-batch's forward and
+// backward, the step's accumulated gradients reduce-scattered once.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "launch.h"
+#include "train_fixture.h"
+
+namespace braid::testing {
+namespace {
+
+class MeshZero3Test : public TrainTest {};
+
+const std::vector<std::string> kGpt = {"--model", "gpt", "--steps", "3", "--batch", "12", "--train-samples", "96",
+                                       "--context", "32", "--microbatches", "2", "--optimizer", "adam"};
+
+// Stage 3 on the mesh against the mesh's DDP (--zero 0) on the same layout, bit for bit: the
+// forward and backward see the same fp32 parameters (an allgather moves bytes), autograd adds
+// the micro-batches into .grad in the same order as under DDP, and on one host both DDP's
+// allreduce and stage 3's reduce-scatter are shm_direct, which adds each element over the ranks
+// in rank order 0..n-1 and divides once (docs/zero.md "Why bitwise"), whichever bucket or shard
+// the element falls in; Adam then runs the same elementwise kernels on the same values. So the
+// digest and every step's loss are equal, also at dp 3 (three addends, where the order would
+// show). Per rank the model states are 1/dp of DDP's plus the shard padding; the counters show
+// one chunk gathered at a time (never the cap), one allgather per chunk per call (forward and
+// backward; zb1: backward_input and backward_weight apart) and one reduce-scatter per chunk and
+// step, and nothing left gathered after a step.
+TEST_F(MeshZero3Test, TrainsToTheMeshDdpsParametersBitForBitOnEveryLayout) {
+  struct Case {
+    int ranks, replicas;
+    std::vector<std::string> flags;
+    int chunks, calls;  // units per stage; gathers per micro-batch and chunk
+  };
+  for (const Case& c : {Case{4, 2, {"--tp", "2"}, 1, 2}, Case{4, 2, {"--pp", "2", "--schedule", "1f1b"}, 1, 2},
+                        Case{4, 2, {"--pp", "2", "--schedule", "gpipe"}, 1, 2},
+                        Case{4, 2, {"--pp", "2", "--schedule", "zb1"}, 1, 3},
+                        Case{2, 1, {"--pp", "2", "--schedule", "interleaved:2"}, 2, 2},
+                        Case{3, 3, {"--dropout", "0.1"}, 1, 2}, Case{2, 1, {"--tp", "2"}, 1, 2}}) {
+    std::string tag = fmt::format("{}-{}", c.ranks, fmt::join(c.flags, ""));
+    for (const char* zero : {"0", "3"}) {
+      std::vector<std::string> args = kGpt;
+      args.insert(args.end(), c.flags.begin(), c.flags.end());
+      args.insert(args.end(), {"--zero", zero, "--check-replicas", "--json", path(fmt::format("z{}-{}.json", zero, tag))});
+      expect_success(train(c.ranks, args));
+    }
+    nlohmann::json ddp = json(fmt::format("z0-{}.json", tag)), zero = json(fmt::format("z3-{}.json", tag));
+    EXPECT_EQ(zero["parameter_digest"], ddp["parameter_digest"]) << tag;
+    EXPECT_EQ(zero["step_losses"], ddp["step_losses"]) << tag;
+    EXPECT_EQ(zero["zero_stage"], 3) << tag;
+    // Padding: each chunk's flat buffer is aligned to 64 bytes per rank's shard.
+    for (const char* part : {"parameters", "gradients", "optimizer_state"}) {
+      double full = ddp["model_state"][part].get<double>();
+      EXPECT_NEAR(zero["model_state"][part].get<double>(), full / c.replicas, 2.0 * 64 * c.chunks) << tag << " " << part;
+    }
+    const nlohmann::json& gathers = zero["gathers"];
+    EXPECT_EQ(gathers["units"], c.chunks) << tag;
+    EXPECT_EQ(gathers["max_gathered"], 1) << tag;
+    EXPECT_LE(gathers["max_gathered"].get<int>(), gathers["max_gathered_units"].get<int>()) << tag;
+    EXPECT_EQ(gathers["allgathers"], 3 * 2 * c.chunks * c.calls) << tag;  // steps x micro-batches x chunks x calls
+    EXPECT_EQ(gathers["reduce_scatters"], 3 * c.chunks) << tag;
+    EXPECT_EQ(gathers["storage_bytes_after_step"], 0) << tag;
+  }
+}
+
+// --clip-grad on stage 3 on the mesh: the squares of every rank's shards summed over the whole
+// job, TP-replicated parameters (LayerNorms, biases of row-parallel layers) counted on TP rank 0
+// only, as the mesh's DDP counts them: the same clipped curve within 2e-5 (the squares are
+// added in another order, in double; the clipping factor then differs in the last bits), and
+// not the unclipped curve (the norm did exceed the limit).
+TEST_F(MeshZero3Test, ClipsByTheWholeJobsNorm) {
+  std::vector<std::string> clipped = kGpt;
+  clipped.insert(clipped.end(), {"--tp", "2", "--lr", "0.5"});
+  auto run = [&](const std::string& name, std::vector<std::string> extra) {
+    std::vector<std::string> args = clipped;
+    args.insert(args.end(), extra.begin(), extra.end());
+    args.insert(args.end(), {"--json", path(name)});
+    expect_success(train(4, args));
+  };
+  run("free.json", {"--zero", "3"});
+  run("ddp-clip.json", {"--zero", "0", "--clip-grad", "0.2"});
+  run("zero-clip.json", {"--zero", "3", "--clip-grad", "0.2"});
+  std::vector<double> free = step_losses("free.json"), reference = step_losses("ddp-clip.json");
+  EXPECT_GT(std::abs(free.back() - reference.back()), 1e-3 * free.back()) << "the norm never reached 0.2";
+  expect_same_curve(step_losses("zero-clip.json"), reference, 2e-5, "dp 2 x tp 2 --zero 3 --clip-grad 0.2");
+}
+
+}  // namespace
+}  // namespace braid::testing
