@@ -111,7 +111,7 @@ TEST(TrainConfig, ZeroStagesAndWhatTheyRefuse) {
   // Stage 3 on the mesh (mesh_fully_sharded.h), without ZeRO++ and checkpoints there.
   EXPECT_EQ(error_of(parse({"--model", "gpt", "--zero", "3", "--tp", "2", "--clip-grad", "1"}), 4), "");
   EXPECT_EQ(error_of(parse({"--model", "gpt", "--zero", "3", "--pp", "2", "--schedule", "zb1"}), 4), "");
-  EXPECT_EQ(error_of(parse({"--model", "gpt", "--zero", "3", "--dropout", "0.1", "--precision", "bf16"}), 3), "");
+  EXPECT_EQ(error_of(parse({"--model", "gpt", "--zero", "3", "--dropout", "0.1", "--precision", "bf16"}), 4), "");
   refused({"--model", "gpt", "--zero", "3", "--tp", "2", "--zero-pp", "qwz"},
           "--zero 3: with --tp, --pp or --dropout (the mesh trainer) and --zero-pp qwz: ZeRO++ is not implemented");
   refused({"--model", "gpt", "--zero", "3", "--pp", "2", "--checkpoint-dir", "ckpt"},
