@@ -26,6 +26,11 @@
 // its gradients and the overflow is agreed over the whole world, so a step is skipped on every
 // stage, TP rank and replica alike; clipping sees the unscaled gradients.
 //
+// ZeRO (docs/zero.md "ZeRO on the mesh"): --zero 1 is a ZeroOptimizer over that DDP (Megatron's
+// distributed optimizer); --zero 3 replaces the DDP by a FullyShardedModule over the dp group
+// (mesh_fully_sharded.h): each pipeline chunk gathered around every micro-batch's forward and
+// backward, the step's gradients reduce-scattered once; clipping over the whole job either way.
+//
 // Checkpoints (--checkpoint-dir): one shard per (stage, TP rank) and a manifest
 // (mesh_checkpoint.h); the dropout streams ride in each shard as a buffer. Resuming under another
 // layout (a different --tp, --pp or world) is refused on every rank, naming both.
