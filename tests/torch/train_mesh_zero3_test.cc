@@ -130,5 +130,17 @@ TEST_F(MeshZero3Test, MixedPrecisionFollowsTheMeshDdpWithinTheWireRounding) {
   EXPECT_EQ(json("z3---precisionfp16--inject-overflow2.json")["skipped_steps"], nlohmann::json::array({2}));
 }
 
+// A pipeline piece without parameters (the MLP cut into 4: its Flatten alone) cannot be a unit:
+// every rank refuses (each knows the whole partition) naming the piece, rather than one stage
+// failing while the others wait on it.
+TEST_F(MeshZero3Test, APieceWithoutParametersIsRefusedOnEveryRank) {
+  LaunchResult r = train(4, {"--model", "mlp", "--pp", "4", "--steps", "1", "--batch", "8", "--train-samples", "64",
+                             "--microbatches", "2", "--zero", "3"}, 60);
+  EXPECT_FALSE(r.timed_out) << r.output;
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_GE(r.count("pipeline piece 0 (layers [0, 1) of stage 0, chunk 0) holds no parameter"), 1) << r.output;
+  EXPECT_EQ(r.count("epoch 1:"), 0) << r.output;
+}
+
 }  // namespace
 }  // namespace braid::testing

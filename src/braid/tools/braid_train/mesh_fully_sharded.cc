@@ -1,16 +1,44 @@
 #include "braid/tools/braid_train/mesh_fully_sharded.h"
 
+#include <fmt/format.h>
+
 #include <string>
 #include <vector>
 
+#include "braid/base/error.h"
 #include "braid/tools/braid_train/mixed_precision_training.h"
 #include "braid/tools/braid_train/training_common.h"
 
 namespace braid::train {
 
+namespace {
+
+// A unit must hold a parameter. Every rank checks every piece (all know the whole partition), so
+// all refuse alike instead of one stage failing while the others wait on it.
+void check_every_piece_holds_parameters(Communicator& data_parallel, ::torch::nn::Sequential& layers,
+                                        const parallel::LayerPartition& partition) {
+  for (std::size_t v = 0; v < partition.pieces.size(); ++v) {
+    const parallel::LayerRange& range = partition.pieces[v];
+    bool holds = false;
+    auto it = layers->begin() + range.begin;
+    for (int i = range.begin; i < range.end; ++i, ++it) holds = holds || !it->ptr()->parameters().empty();
+    if (!holds) {
+      throw InvalidArgument({.rank = data_parallel.rank(), .op = "braid-train --zero 3"},
+                            fmt::format("pipeline piece {} (layers [{}, {}) of stage {}, chunk {}) holds no parameter: "
+                                        "stage 3 on the mesh shards each piece as one unit; use fewer --pp stages or "
+                                        "chunks, or --zero 1",
+                                        v, range.begin, range.end, static_cast<int>(v) % partition.stages,
+                                        static_cast<int>(v) / partition.stages));
+    }
+  }
+}
+
+}  // namespace
+
 std::unique_ptr<torch::FullyShardedModule> make_mesh_fully_sharded(Communicator& data_parallel, const TrainConfig& config,
                                                                    ::torch::nn::Sequential& layers,
                                                                    const parallel::LayerPartition& partition, int stage) {
+  check_every_piece_holds_parameters(data_parallel, layers, partition);
   ::torch::nn::Sequential own;
   std::vector<torch::ShardedUnit> units;
   for (int chunk = 0; chunk < partition.chunks; ++chunk) {
