@@ -17,10 +17,17 @@
 namespace braid::testing {
 namespace {
 
-class MeshZero3Test : public TrainTest {};
-
-const std::vector<std::string> kGpt = {"--model", "gpt", "--steps", "3", "--batch", "12", "--train-samples", "96",
-                                       "--context", "32", "--microbatches", "2", "--optimizer", "adam"};
+class MeshZero3Test : public TrainTest {
+ protected:
+  // The small GPT (3 Adam steps, 2 micro-batches) with `flags`, its report at path(report).
+  void train_gpt(int ranks, const std::string& report, const std::vector<std::string>& flags) const {
+    std::vector<std::string> args = {"--model", "gpt", "--steps", "3", "--batch", "12", "--train-samples", "96",
+                                     "--context", "32", "--microbatches", "2", "--optimizer", "adam"};
+    args.insert(args.end(), flags.begin(), flags.end());
+    args.insert(args.end(), {"--json", path(report)});
+    expect_success(train(ranks, args));
+  }
+};
 
 // Stage 3 on the mesh against the mesh's DDP (--zero 0) on the same layout, bit for bit: the
 // forward and backward see the same fp32 parameters (an allgather moves bytes), autograd adds
@@ -46,10 +53,9 @@ TEST_F(MeshZero3Test, TrainsToTheMeshDdpsParametersBitForBitOnEveryLayout) {
                         Case{3, 3, {"--dropout", "0.1"}, 1, 2}, Case{2, 1, {"--tp", "2"}, 1, 2}}) {
     std::string tag = fmt::format("{}-{}", c.ranks, fmt::join(c.flags, ""));
     for (const char* zero : {"0", "3"}) {
-      std::vector<std::string> args = kGpt;
-      args.insert(args.end(), c.flags.begin(), c.flags.end());
-      args.insert(args.end(), {"--zero", zero, "--check-replicas", "--json", path(fmt::format("z{}-{}.json", zero, tag))});
-      expect_success(train(c.ranks, args));
+      std::vector<std::string> flags = c.flags;
+      flags.insert(flags.end(), {"--zero", zero, "--check-replicas"});
+      train_gpt(c.ranks, fmt::format("z{}-{}.json", zero, tag), flags);
     }
     nlohmann::json ddp = json(fmt::format("z0-{}.json", tag)), zero = json(fmt::format("z3-{}.json", tag));
     EXPECT_EQ(zero["parameter_digest"], ddp["parameter_digest"]) << tag;
@@ -82,17 +88,9 @@ TEST_F(MeshZero3Test, TrainsToTheMeshDdpsParametersBitForBitOnEveryLayout) {
 // added in another order, in double; the clipping factor then differs in the last bits), and
 // not the unclipped curve (the norm did exceed the limit).
 TEST_F(MeshZero3Test, ClipsByTheWholeJobsNorm) {
-  std::vector<std::string> clipped = kGpt;
-  clipped.insert(clipped.end(), {"--tp", "2", "--lr", "0.5"});
-  auto run = [&](const std::string& name, std::vector<std::string> extra) {
-    std::vector<std::string> args = clipped;
-    args.insert(args.end(), extra.begin(), extra.end());
-    args.insert(args.end(), {"--json", path(name)});
-    expect_success(train(4, args));
-  };
-  run("free.json", {"--zero", "3"});
-  run("ddp-clip.json", {"--zero", "0", "--clip-grad", "0.2"});
-  run("zero-clip.json", {"--zero", "3", "--clip-grad", "0.2"});
+  train_gpt(4, "free.json", {"--tp", "2", "--lr", "0.5", "--zero", "3"});
+  train_gpt(4, "ddp-clip.json", {"--tp", "2", "--lr", "0.5", "--zero", "0", "--clip-grad", "0.2"});
+  train_gpt(4, "zero-clip.json", {"--tp", "2", "--lr", "0.5", "--zero", "3", "--clip-grad", "0.2"});
   std::vector<double> free = step_losses("free.json"), reference = step_losses("ddp-clip.json");
   EXPECT_GT(std::abs(free.back() - reference.back()), 1e-3 * free.back()) << "the norm never reached 0.2";
   expect_same_curve(step_losses("zero-clip.json"), reference, 2e-5, "dp 2 x tp 2 --zero 3 --clip-grad 0.2");
@@ -116,10 +114,9 @@ TEST_F(MeshZero3Test, MixedPrecisionFollowsTheMeshDdpWithinTheWireRounding) {
   for (const Case& c : {Case{{"--precision", "bf16"}, 5e-4}, Case{{"--precision", "fp16", "--inject-overflow", "2"}, 5e-5}}) {
     std::string tag = fmt::format("{}", fmt::join(c.flags, ""));
     for (const char* zero : {"0", "3"}) {
-      std::vector<std::string> args = kGpt;
-      args.insert(args.end(), {"--tp", "2", "--zero", zero, "--json", path(fmt::format("z{}-{}.json", zero, tag))});
-      args.insert(args.end(), c.flags.begin(), c.flags.end());
-      expect_success(train(4, args));
+      std::vector<std::string> flags = c.flags;
+      flags.insert(flags.end(), {"--tp", "2", "--zero", zero});
+      train_gpt(4, fmt::format("z{}-{}.json", zero, tag), flags);
     }
     nlohmann::json ddp = json(fmt::format("z0-{}.json", tag)), zero = json(fmt::format("z3-{}.json", tag));
     expect_same_curve(step_losses(fmt::format("z3-{}.json", tag)), step_losses(fmt::format("z0-{}.json", tag)), c.rtol,
