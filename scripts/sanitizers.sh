@@ -68,7 +68,7 @@ case $lanes in
   asan | all)
     # Collectives (every algorithm), failures, GradSync, compressed collectives: mp_test's suites.
     run_lane "ASan+UBSan, multi-process suites" "$root/build-asan" address,undefined '^mp_test\.' \
-      mp_test braid-test-rank braid-run
+      braid_libraries mp_test braid-test-rank braid-run
     ;;&
   tsan | all)
     run_lane "TSan, engine / queue / transport / communicator" "$root/build-tsan" thread \

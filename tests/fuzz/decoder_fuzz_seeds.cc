@@ -40,7 +40,7 @@ class SeedWriter {
 void store_seeds(const fs::path& root) {
   using namespace store_wire;
   SeedWriter w(root, "store_frame_fuzz");
-  const Request requests[] = {
+  const store_wire::Request requests[] = {
       {Op::kSet, {"rank/0/address"}, "127.0.0.1:29500"}, {Op::kGet, {"rank/0/address"}, ""},
       {Op::kWait, {"a", "bb", "ccc"}, ""},                {Op::kAdd, {"barrier/3"}, encode_i64(1)},
       {Op::kCheck, {"x", "y"}, ""},                       {Op::kDelete, {"rank/0/address"}, ""},

@@ -2,7 +2,8 @@
 // mixed_precision_training.h) through real rank processes (braid-run): an fp16 overflow on one
 // rank skips the step on every stage, TP rank and replica; bf16 and fp16 train like fp32 with
 // the data-parallel wire halved, bf16's TP collectives in 16 bits, the pipeline's activations
-// exact fp32; fp16 clips the unscaled gradients; a bf16 ZeRO-1 run resumes bit for bit. Every
+// exact fp32; fp16 clips the unscaled gradients; a bf16 ZeRO-1 run and an fp16 run (its loss
+// scale saved) resume bit for bit. Every
 // run passes --check-replicas: after each epoch every rank holds the whole model (each stage's,
 // TP piece's) and all must be identical.
 #include <fmt/format.h>
@@ -155,8 +156,7 @@ TEST_F(MeshPrecisionTest, Fp16ClipsTheUnscaledGradients) {
 // A bf16 mesh run with ZeRO-1 (dp 2 x tp 2) checkpointed at step 2 and resumed to step 4 ends
 // with the uninterrupted run's parameters bit for bit: each (stage, TP rank) shard's ZeRO
 // checkpoint holds the exact fp32 master shards the 16-bit allgather is made from, and the
-// fingerprint carries the precision. (fp16's loss scale is not checkpointed: docs/training.md
-// "Not yet".)
+// fingerprint carries the precision.
 TEST_F(MeshPrecisionTest, AResumedBf16ZeroOneMeshRunMatchesTheUninterruptedOneBitForBit) {
   std::vector<std::string> bf16 = {"--tp", "2", "--zero", "1", "--precision", "bf16"};
   run(4, "whole.json", plus(bf16, {"--steps", "4"}));
@@ -166,6 +166,20 @@ TEST_F(MeshPrecisionTest, AResumedBf16ZeroOneMeshRunMatchesTheUninterruptedOneBi
   EXPECT_TRUE(json("resumed.json")["resumed"].get<bool>());
   EXPECT_EQ(digest("resumed.json"), digest("whole.json"));
   EXPECT_NE(digest("first.json"), digest("whole.json"));
+}
+
+// An fp16 mesh run (pp 2) overflowing at step 1 saves the halved scale with every shard at step
+// 2; resumed to step 4 it continues from 32768, bit for bit the uninterrupted run.
+TEST_F(MeshPrecisionTest, AResumedFp16MeshRunContinuesFromTheSavedLossScale) {
+  std::vector<std::string> fp16 = {"--pp", "2", "--precision", "fp16", "--inject-overflow", "1"};
+  run(2, "whole.json", plus(fp16, {"--steps", "4"}));
+  std::vector<std::string> saved = plus(fp16, {"--checkpoint-dir", path("ckpt"), "--checkpoint-every", "2"});
+  run(2, "first.json", plus(saved, {"--steps", "2"}));
+  run(2, "resumed.json", plus(saved, {"--steps", "4", "--resume"}));
+  EXPECT_TRUE(json("resumed.json")["resumed"].get<bool>());
+  EXPECT_EQ(json("whole.json")["loss_scale"].get<double>(), 32768.0);
+  EXPECT_EQ(json("resumed.json")["loss_scale"].get<double>(), 32768.0) << "the loss scale restored";
+  EXPECT_EQ(digest("resumed.json"), digest("whole.json"));
 }
 
 }  // namespace

@@ -53,6 +53,23 @@ TEST_F(MixedPrecisionTest, Fp16InjectedOverflowSkipsTheStepOnEveryRankAlike) {
   }
 }
 
+// A DDP (--zero 0) fp16 run's checkpoint keeps the loss scale: an overflow injected at step 1
+// halves it to 32768 before the save at step 2, and the run resumed to step 4 continues from
+// 32768 (from the initial 65536 its fp16 gradients would round differently and the digest
+// would differ), bit for bit the uninterrupted run. (ZeRO's manifests keep it too:
+// Zero3CheckpointTest.MixedPrecisionAndZeroPlusPlusResumeBitForBit.)
+TEST_F(MixedPrecisionTest, AResumedFp16DdpRunContinuesFromTheSavedLossScale) {
+  std::vector<std::string> fp16 = plus(mlp_, {"--precision", "fp16", "--zero", "0", "--inject-overflow", "1"});
+  expect_success(train(2, plus(fp16, {"--steps", "4", "--json", path("whole.json")})));
+  std::vector<std::string> saved = plus(fp16, {"--checkpoint-dir", path("ckpt"), "--checkpoint-every", "2"});
+  expect_success(train(2, plus(saved, {"--steps", "2"})));
+  expect_success(train(2, plus(saved, {"--steps", "4", "--resume", "--json", path("resumed.json")})));
+  EXPECT_TRUE(json("resumed.json")["resumed"].get<bool>());
+  EXPECT_EQ(json("whole.json")["loss_scale"].get<double>(), 32768.0);
+  EXPECT_EQ(json("resumed.json")["loss_scale"].get<double>(), 32768.0) << "the loss scale restored";
+  EXPECT_EQ(digest("resumed.json"), digest("whole.json"));
+}
+
 // Without an overflow fp16 trains as fp32 does: the gradients (and ZeRO's parameters) travel as
 // fp16, rounded to 11 significant bits once per value, so after 20 steps the loss is within
 // 0.5% of fp32's (measured: 0.01%; a lost or unscaled gradient moves it by > 10%), and the wire

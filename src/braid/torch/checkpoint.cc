@@ -20,6 +20,25 @@ namespace {
 // blob. Format 1 had no checksums and is refused: it cannot be verified.
 constexpr std::int64_t kFormatVersion = 2;
 
+// fp16's loss scaler, as float64 [scale, clean, skipped, overflows in a row] (the counters are
+// far below 2^53, so the doubles hold them exactly).
+constexpr const char* kLossScalerKey = "loss_scaler";
+
+::torch::Tensor loss_scaler_tensor(const parallel::DynamicLossScaler::State& s) {
+  return ::torch::tensor({s.scale, static_cast<double>(s.clean), static_cast<double>(s.skipped),
+                          static_cast<double>(s.overflows_in_a_row)},
+                         ::torch::kFloat64);
+}
+
+parallel::DynamicLossScaler::State loss_scaler_state(const ::torch::Tensor& t, const CheckedReader& reader) {
+  if (t.scalar_type() != ::torch::kFloat64 || t.dim() != 1 || t.numel() != 4) {
+    throw Corrupt(reader.context, fmt::format("{}: the loss scaler entry is not 4 float64 values", reader.path));
+  }
+  auto v = t.accessor<double, 1>();
+  return {.scale = v[0], .clean = static_cast<std::int64_t>(v[1]), .skipped = static_cast<std::int64_t>(v[2]),
+          .overflows_in_a_row = static_cast<int>(v[3])};
+}
+
 // Whether `ok` holds on every rank (one allgather), so that all ranks throw together instead
 // of some going on into the next collective.
 bool all_ranks(Communicator& comm, bool ok) {
@@ -88,7 +107,7 @@ void read_module_state(::torch::nn::Module& module, ::torch::serialize::InputArc
 }
 
 std::string encode_archive(DistributedDataParallel& ddp, ::torch::optim::Optimizer& optimizer,
-                           const TrainingPosition& position, const std::string& fingerprint,
+                           const RunState& state, const std::string& fingerprint,
                            const GradSyncSnapshot& snapshot, const std::vector<std::vector<std::byte>>& states) {
   ::torch::serialize::OutputArchive archive, model;
   ChecksumTable table;
@@ -96,11 +115,13 @@ std::string encode_archive(DistributedDataParallel& ddp, ::torch::optim::Optimiz
   archive.write("model", model);
   write_checked(archive, table, "", "optimizer_state", optimizer_blob(optimizer));
   archive.write("format", ::torch::tensor({kFormatVersion}, ::torch::kInt64));
+  const TrainingPosition& position = state.position;
   write_checked(archive, table, "", "position",
                 ::torch::tensor({position.step, position.epoch, position.batch_in_epoch, snapshot.step,
                                  static_cast<std::int64_t>(states.size())},
                                 ::torch::kInt64));
   write_checked(archive, table, "", "fingerprint", bytes_tensor(fingerprint.data(), fingerprint.size()));
+  if (state.loss_scaler) write_checked(archive, table, "", kLossScalerKey, loss_scaler_tensor(*state.loss_scaler));
   std::vector<std::int64_t> order(snapshot.bucket_order.begin(), snapshot.bucket_order.end());
   write_checked(archive, table, "", "bucket_order", ::torch::tensor(order, ::torch::kInt64));
   for (std::size_t r = 0; r < states.size(); ++r) {
@@ -117,8 +138,7 @@ std::string encode_archive(DistributedDataParallel& ddp, ::torch::optim::Optimiz
 std::string checkpoint_path(const std::string& dir) { return (std::filesystem::path(dir) / "checkpoint.pt").string(); }
 
 void save_checkpoint(Communicator& comm, const std::string& dir, DistributedDataParallel& ddp,
-                     ::torch::optim::Optimizer& optimizer, const TrainingPosition& position,
-                     const std::string& fingerprint) {
+                     ::torch::optim::Optimizer& optimizer, const RunState& state, const std::string& fingerprint) {
   GradSyncSnapshot snapshot = ddp.grad_sync().snapshot();
   std::vector<std::vector<std::byte>> states = gather_states(comm, snapshot.compression_state);
   std::string failure;
@@ -126,7 +146,7 @@ void save_checkpoint(Communicator& comm, const std::string& dir, DistributedData
     try {
       std::filesystem::create_directories(dir);
       write_file_atomically(checkpoint_path(dir),
-                            encode_archive(ddp, optimizer, position, fingerprint, snapshot, states));
+                            encode_archive(ddp, optimizer, state, fingerprint, snapshot, states));
     } catch (const c10::Error& e) {
       failure = e.what_without_backtrace();
     } catch (const std::exception& e) {
@@ -155,8 +175,9 @@ ChecksumTable read_checksums(::torch::serialize::InputArchive& archive, const Er
   return read_checksums_table(archive, context, path);
 }
 
-// Everything but the checks of the format: position, GradSync's snapshot, model and optimizer.
-TrainingPosition restore(::torch::serialize::InputArchive& archive, const CheckedReader& reader, Communicator& comm,
+// Everything but the checks of the format: position, loss scale, GradSync's snapshot, model and
+// optimizer.
+RunState restore(::torch::serialize::InputArchive& archive, const CheckedReader& reader, Communicator& comm,
                          DistributedDataParallel& ddp, ::torch::optim::Optimizer& optimizer,
                          const std::string& fingerprint) {
   const std::string& path = reader.path;
@@ -187,14 +208,18 @@ TrainingPosition restore(::torch::serialize::InputArchive& archive, const Checke
   optim.load_from(static_cast<const char*>(blob.data_ptr()), static_cast<std::size_t>(blob.numel()));
   optimizer.load(optim);
   ddp.grad_sync().restore(snapshot);
-  return {.step = p[0], .epoch = p[1], .batch_in_epoch = p[2]};
+  RunState state{.position = {.step = p[0], .epoch = p[1], .batch_in_epoch = p[2]}};
+  ::torch::Tensor probe;  // written by fp16 runs only (their fingerprint says fp16)
+  if (archive.try_read(kLossScalerKey, probe)) {
+    state.loss_scaler = loss_scaler_state(reader.read(archive, kLossScalerKey), reader);
+  }
+  return state;
 }
 
 }  // namespace
 
-std::optional<TrainingPosition> load_checkpoint(Communicator& comm, const std::string& dir,
-                                                DistributedDataParallel& ddp, ::torch::optim::Optimizer& optimizer,
-                                                const std::string& fingerprint) {
+std::optional<RunState> load_checkpoint(Communicator& comm, const std::string& dir, DistributedDataParallel& ddp,
+                                        ::torch::optim::Optimizer& optimizer, const std::string& fingerprint) {
   ErrorContext context{.rank = comm.rank(), .op = "load_checkpoint"};
   std::string path = checkpoint_path(dir);
   bool exists = std::filesystem::exists(path);
@@ -206,21 +231,21 @@ std::optional<TrainingPosition> load_checkpoint(Communicator& comm, const std::s
   // Every rank reads and checks the whole file it uses; the first failing rank's reason (the
   // damaged tensor, say) then reaches every rank.
   std::exception_ptr failure;
-  TrainingPosition position;
+  RunState state;
   try {
     if (!exists) throw InvalidArgument(context, fmt::format("{} exists on rank 0 but not here: the checkpoint "
                                                             "directory must be shared by every rank", path));
     ::torch::serialize::InputArchive archive;
     archive.load_from(path);
     ChecksumTable table = read_checksums(archive, context, path);
-    position = restore(archive, CheckedReader{table, context, path}, comm, ddp, optimizer, fingerprint);
+    state = restore(archive, CheckedReader{table, context, path}, comm, ddp, optimizer, fingerprint);
   } catch (const Error&) {
     failure = std::current_exception();
   } catch (const c10::Error& e) {  // a damaged or foreign archive
     failure = std::make_exception_ptr(Corrupt(context, fmt::format("cannot read {}: {}", path, e.what_without_backtrace())));
   }
   rethrow_first_failure(comm, failure, "load_checkpoint");
-  return position;
+  return state;
 }
 
 }  // namespace braid::torch

@@ -1,6 +1,7 @@
 // Training checkpoints: everything needed to continue a data-parallel run as if it had never
 // stopped — the model, the optimizer's state, GradSync's step, bucket order and every rank's
-// error-feedback residuals, and the position in the data (epoch and batch).
+// error-feedback residuals, the position in the data (epoch and batch), and an fp16 run's loss
+// scale.
 //
 // One file, <dir>/checkpoint.pt (a LibTorch archive), written by rank 0 only: the residuals of
 // the other ranks are gathered to it first, since they differ per rank. It is written to a
@@ -21,6 +22,7 @@
 #include <string>
 
 #include "braid/comm/communicator.h"
+#include "braid/parallel/loss_scaler.h"
 #include "braid/torch/distributed_data_parallel.h"
 
 namespace braid::torch {
@@ -32,20 +34,26 @@ struct TrainingPosition {
   bool operator==(const TrainingPosition&) const = default;
 };
 
+// What a checkpoint keeps of the run beside the model: the position in the data, and the loss
+// scale of an fp16 run (its scale and counters move with the overflows: a resumed run that
+// started again from the initial scale would not continue the one that saved it).
+struct RunState {
+  TrainingPosition position;
+  std::optional<parallel::DynamicLossScaler::State> loss_scaler;
+};
+
 std::string checkpoint_path(const std::string& dir);
 
 // Collective. Throws (on every rank) SystemError when rank 0 cannot write the file.
 void save_checkpoint(Communicator& comm, const std::string& dir, DistributedDataParallel& ddp,
-                     ::torch::optim::Optimizer& optimizer, const TrainingPosition& position,
-                     const std::string& fingerprint);
+                     ::torch::optim::Optimizer& optimizer, const RunState& state, const std::string& fingerprint);
 
 // Collective. Returns nullopt when there is no checkpoint in `dir` yet. Throws InvalidArgument
 // for a checkpoint of another configuration or world size, Corrupt for an unreadable or damaged
 // one: every tensor's CRC32C is checked as it is read (checkpoint_checksums.h), and a mismatch
 // names the file and the tensor, on every rank. Must run before the first training step
 // (GradSync::restore).
-std::optional<TrainingPosition> load_checkpoint(Communicator& comm, const std::string& dir,
-                                                DistributedDataParallel& ddp, ::torch::optim::Optimizer& optimizer,
-                                                const std::string& fingerprint);
+std::optional<RunState> load_checkpoint(Communicator& comm, const std::string& dir, DistributedDataParallel& ddp,
+                                        ::torch::optim::Optimizer& optimizer, const std::string& fingerprint);
 
 }  // namespace braid::torch

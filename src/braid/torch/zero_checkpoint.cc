@@ -73,7 +73,7 @@ void agreed(Communicator& comm, const std::string& op, Write&& write) {
 
 std::string zero_manifest_path(const std::string& dir) { return (fs::path(dir) / "zero-checkpoint.json").string(); }
 
-void save_zero_checkpoint(const ZeroCheckpointView& view, const std::string& dir, const ZeroRunState& state,
+void save_zero_checkpoint(const ZeroCheckpointView& view, const std::string& dir, const RunState& state,
                           const std::string& fingerprint) {
   const std::string op = "save_zero_checkpoint";
   Communicator& comm = *view.comm;
@@ -123,7 +123,7 @@ namespace {
 struct StagedLoad {
   std::vector<SavedShard> shards;  // per flat buffer: this rank's new shard, the view's shard length
   std::vector<std::pair<::torch::Tensor, ::torch::Tensor>> buffers;
-  ZeroRunState state;
+  RunState state;
 };
 
 void check_manifest(const ZeroManifest& m, const ZeroCheckpointView& view, const std::string& kind,
@@ -222,7 +222,7 @@ void commit(const ZeroCheckpointView& view, const std::string& kind, const Stage
 
 }  // namespace
 
-std::optional<ZeroRunState> load_zero_checkpoint(const ZeroCheckpointView& view, const std::string& dir,
+std::optional<RunState> load_zero_checkpoint(const ZeroCheckpointView& view, const std::string& dir,
                                                  const std::string& fingerprint) {
   Communicator& comm = *view.comm;
   ErrorContext context{.rank = comm.rank(), .op = "load_zero_checkpoint"};
@@ -257,7 +257,7 @@ std::optional<TrainingPosition> load_zero_checkpoint(Communicator& comm, const s
                                                      const std::string& fingerprint) {
   BRAID_CHECK(&comm == &zero.ddp().communicator(), InvalidArgument,
               (ErrorContext{.rank = comm.rank(), .op = "load_zero_checkpoint"}), "the communicator is not the ZeroOptimizer's");
-  std::optional<ZeroRunState> state = load_zero_checkpoint(checkpoint_view(zero), dir, fingerprint);
+  std::optional<RunState> state = load_zero_checkpoint(checkpoint_view(zero), dir, fingerprint);
   if (!state) return std::nullopt;
   return state->position;
 }

@@ -45,20 +45,12 @@ namespace braid::torch {
 // <dir>/zero-checkpoint.json: whether it exists is whether `dir` holds a ZeRO checkpoint.
 std::string zero_manifest_path(const std::string& dir);
 
-// What a checkpoint keeps of the run beside the model: the position in the data, and the loss
-// scale of an fp16 run (its scale and counters move with the overflows: a resumed run that
-// started again from the initial scale would not continue the one that saved it).
-struct ZeroRunState {
-  TrainingPosition position;
-  std::optional<parallel::DynamicLossScaler::State> loss_scaler;
-};
-
 // Collective over the view's communicator. `fingerprint` is the run's configuration as the
 // caller sees it; for a checkpoint that is to load at another world size it must not contain the
 // world size. Throws (on every rank) SystemError when a rank cannot write its file or rank 0 the
 // manifest; the previous checkpoint is then still the one in `dir`. InvalidArgument for an
 // optimizer other than SGD, Adam, AdamW.
-void save_zero_checkpoint(const ZeroCheckpointView& view, const std::string& dir, const ZeroRunState& state,
+void save_zero_checkpoint(const ZeroCheckpointView& view, const std::string& dir, const RunState& state,
                           const std::string& fingerprint);
 
 // Collective. Returns nullopt when rank 0 sees no manifest in `dir`. Loads a checkpoint saved at
@@ -73,7 +65,7 @@ void save_zero_checkpoint(const ZeroCheckpointView& view, const std::string& dir
 //                    size than the manifest's, unreadable, or whose tensor fails its CRC32C
 //                    (naming the file and the tensor).
 // REQUIRES: before the first step (stage 3: outside forward and backward, no FullParameters).
-std::optional<ZeroRunState> load_zero_checkpoint(const ZeroCheckpointView& view, const std::string& dir,
+std::optional<RunState> load_zero_checkpoint(const ZeroCheckpointView& view, const std::string& dir,
                                                  const std::string& fingerprint);
 
 // Stages 1-2 over `comm` (the ZeroOptimizer's DDP communicator: InvalidArgument otherwise),

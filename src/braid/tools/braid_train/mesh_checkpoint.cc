@@ -30,12 +30,14 @@ std::string MeshCheckpoint::shard_dir() const {
 }
 
 void save_mesh_checkpoint(const MeshCheckpoint& c, const torch::TrainingPosition& position) {
+  torch::RunState state{.position = position};
+  if (c.scaler) state.loss_scaler = c.scaler->state();
   std::exception_ptr failure;
   try {
     if (c.zero) {
-      torch::save_zero_checkpoint(c.data_parallel, c.shard_dir(), *c.zero, position, c.fingerprint);
+      torch::save_zero_checkpoint(torch::checkpoint_view(*c.zero), c.shard_dir(), state, c.fingerprint);
     } else {
-      torch::save_checkpoint(c.data_parallel, c.shard_dir(), c.ddp, c.optimizer, position, c.fingerprint);
+      torch::save_checkpoint(c.data_parallel, c.shard_dir(), c.ddp, c.optimizer, state, c.fingerprint);
     }
   } catch (...) {
     failure = std::current_exception();
@@ -54,12 +56,12 @@ std::optional<torch::TrainingPosition> load_mesh_checkpoint(const MeshCheckpoint
                                       "checkpoint: {}  this run:   {}",
                                       c.dir, *manifest, c.fingerprint));
   }
-  std::optional<torch::TrainingPosition> position;
+  std::optional<torch::RunState> state;
   std::exception_ptr failure;
   try {
-    position = c.zero ? torch::load_zero_checkpoint(c.data_parallel, c.shard_dir(), *c.zero, c.fingerprint)
-                      : torch::load_checkpoint(c.data_parallel, c.shard_dir(), c.ddp, c.optimizer, c.fingerprint);
-    if (!position) {
+    state = c.zero ? torch::load_zero_checkpoint(torch::checkpoint_view(*c.zero), c.shard_dir(), c.fingerprint)
+                   : torch::load_checkpoint(c.data_parallel, c.shard_dir(), c.ddp, c.optimizer, c.fingerprint);
+    if (!state) {
       throw Corrupt({.rank = c.world.rank(), .op = "braid-train --resume"},
                     fmt::format("{} names a complete checkpoint, but {} is missing", c.manifest_path(), c.shard_dir()));
     }
@@ -67,7 +69,8 @@ std::optional<torch::TrainingPosition> load_mesh_checkpoint(const MeshCheckpoint
     failure = std::current_exception();
   }
   rethrow_first_failure(c.world, failure, "braid-train --resume");
-  return position;
+  if (state->loss_scaler && c.scaler) c.scaler->restore(*state->loss_scaler);
+  return state->position;
 }
 
 }  // namespace braid::train

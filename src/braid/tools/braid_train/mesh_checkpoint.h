@@ -4,7 +4,8 @@
 // tensor), then <dir>/mesh.txt, the run's fingerprint, written by world rank 0 once every shard
 // is on disk: a manifest always names a complete set. With --zero 1 (a ZeroOptimizer over the
 // group's DDP) each shard is the group's sharded ZeRO checkpoint instead (torch/zero_checkpoint.h:
-// a file per data-parallel rank and a manifest per shard directory).
+// a file per data-parallel rank and a manifest per shard directory). An fp16 run's loss scale
+// (the same on every rank) is saved in every shard and restored from the rank's own.
 //
 // Loading reads the manifest on every rank (the same file, so every rank decides alike): none
 // means no checkpoint; another fingerprint (a different --tp, --pp, world, model size...) is
@@ -18,6 +19,7 @@
 #include <string>
 
 #include "braid/comm/communicator.h"
+#include "braid/parallel/loss_scaler.h"
 #include "braid/torch/checkpoint.h"
 #include "braid/torch/distributed_data_parallel.h"
 #include "braid/torch/zero_optimizer.h"
@@ -33,6 +35,7 @@ struct MeshCheckpoint {
   ::torch::optim::Optimizer& optimizer;  // with `zero`: its inner optimizer (unused here)
   std::string fingerprint;
   torch::ZeroOptimizer* zero = nullptr;   // --zero 1: the shard is a sharded ZeRO checkpoint
+  parallel::DynamicLossScaler* scaler = nullptr;  // --precision fp16
 
   std::string manifest_path() const;
   std::string shard_dir() const;

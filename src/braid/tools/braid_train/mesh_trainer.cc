@@ -236,7 +236,8 @@ void MeshTrainer::build_data_parallel() {
 MeshCheckpoint MeshTrainer::checkpoint() {
   return {.world = world_, .data_parallel = mesh_->data_parallel(), .dir = config_.checkpoint_dir, .stage = stage_,
           .tp_rank = tp_rank_, .ddp = *ddp_, .optimizer = zero_ ? zero_->inner() : *optimizer_,
-          .fingerprint = config_.fingerprint(world_.size()), .zero = zero_.get()};
+          .fingerprint = config_.fingerprint(world_.size()), .zero = zero_.get(),
+          .scaler = precision_.scaler ? &*precision_.scaler : nullptr};
 }
 
 void MeshTrainer::save(const torch::TrainingPosition& position) {

@@ -43,27 +43,26 @@ std::string TrainerCheckpoint::path() const {
 }
 
 void save_trainer_checkpoint(const TrainerCheckpoint& c, const torch::TrainingPosition& position) {
-  if (!c.sharded_kind()) {
-    torch::save_checkpoint(c.comm, c.config.checkpoint_dir, *c.ddp, *c.optimizer, position, fingerprint(c));
-    return;
-  }
-  torch::ZeroRunState state{.position = position};
+  torch::RunState state{.position = position};
   if (c.scaler) state.loss_scaler = c.scaler->state();
-  torch::save_zero_checkpoint(view_of(c), c.config.checkpoint_dir, state, fingerprint(c));
+  if (c.sharded_kind()) {
+    torch::save_zero_checkpoint(view_of(c), c.config.checkpoint_dir, state, fingerprint(c));
+  } else {
+    torch::save_checkpoint(c.comm, c.config.checkpoint_dir, *c.ddp, *c.optimizer, state, fingerprint(c));
+  }
 }
 
 std::optional<torch::TrainingPosition> load_trainer_checkpoint(const TrainerCheckpoint& c) {
-  std::optional<torch::TrainingPosition> position;
-  if (c.sharded_kind()) {
-    std::optional<torch::ZeroRunState> state = torch::load_zero_checkpoint(view_of(c), c.config.checkpoint_dir, fingerprint(c));
-    // The fingerprint holds the precision and the loss-scale flag: only an fp16 run finds one.
-    if (state && state->loss_scaler && c.scaler) c.scaler->restore(*state->loss_scaler);
-    if (state) position = state->position;
-  } else {
-    position = torch::load_checkpoint(c.comm, c.config.checkpoint_dir, *c.ddp, *c.optimizer, fingerprint(c));
+  std::optional<torch::RunState> state =
+      c.sharded_kind() ? torch::load_zero_checkpoint(view_of(c), c.config.checkpoint_dir, fingerprint(c))
+                       : torch::load_checkpoint(c.comm, c.config.checkpoint_dir, *c.ddp, *c.optimizer, fingerprint(c));
+  if (!state) {
+    refuse_the_other_kind(c);
+    return std::nullopt;
   }
-  if (!position) refuse_the_other_kind(c);
-  return position;
+  // The fingerprint holds the precision and the loss-scale flag: only an fp16 run finds one.
+  if (state->loss_scaler && c.scaler) c.scaler->restore(*state->loss_scaler);
+  return state->position;
 }
 
 }  // namespace braid::train

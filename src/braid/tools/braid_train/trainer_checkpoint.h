@@ -10,8 +10,9 @@
 // ZeRO checkpoint only shards of it), rather than reported as "no checkpoint": with
 // --resume-if-present that would silently start over next to a good checkpoint.
 //
-// fp16: the loss scaler's state is saved with a ZeRO checkpoint (in its manifest) and restored
-// by the load, so a resumed run uses the scale the saving run had reached.
+// fp16: the loss scaler's state is saved with either kind (in the ZeRO manifest, or as a checked
+// tensor of checkpoint.pt) and restored by the load, so a resumed run uses the scale the saving
+// run had reached.
 #pragma once
 
 #include <torch/torch.h>
@@ -37,7 +38,7 @@ struct TrainerCheckpoint {
   ::torch::optim::Optimizer* optimizer = nullptr;  // --zero 0
   torch::ZeroOptimizer* zero = nullptr;            // --zero 1 or 2
   torch::FullyShardedModule* sharded = nullptr;    // --zero 3
-  parallel::DynamicLossScaler* scaler = nullptr;   // --precision fp16: saved and restored with ZeRO
+  parallel::DynamicLossScaler* scaler = nullptr;   // --precision fp16: saved and restored
   std::int64_t steps_per_epoch = 0;
 
   bool sharded_kind() const { return zero != nullptr || sharded != nullptr; }
