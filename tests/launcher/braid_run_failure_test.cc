@@ -61,6 +61,23 @@ TEST(BraidRunFailure, RankKilledBySignalIsNamed) {
   EXPECT_LT(r.seconds, kPrompt);
 }
 
+// A rank SIGKILLed by someone else after the job began stopping (its peers may notice the
+// death and exit before braid-run reaps it) is still named: it is the likely cause (found by
+// the fault matrix, where a survivor's exit was often reaped before the killed victim).
+TEST(BraidRunFailure, RankKilledWhileTheJobStopsIsNamedAsWell) {
+  TempDir dir;
+  const std::string script =
+      "if [ $BRAID_RANK = 1 ]; then trap '' TERM; touch $D/ready; while [ ! -e $D/failed ]; do sleep 0.05; done; "
+      "kill -9 $$; fi; while [ ! -e $D/ready ]; do sleep 0.05; done; touch $D/failed; exit 3";
+  ProcessResult r = run_braid({"--grace", "20", "--env", "D=" + dir.path(), "-n", "2", "sh", "-c", script});
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("rank 0 (pid "));
+  EXPECT_THAT(r.err, HasSubstr("braid-run: rank 1 (pid "));
+  EXPECT_THAT(r.err, HasSubstr(") was killed by signal 9 (SIGKILL) as well\n"));
+  EXPECT_LT(r.seconds, kPrompt) << "rank 1 ended on its own, long before the grace period";
+}
+
+// A rank braid-run itself kills after the grace period is not reported again.
 TEST(BraidRunFailure, RankIgnoringSigtermIsKilledAfterTheGracePeriod) {
   TempDir dir;
   // Rank 1 ignores SIGTERM (its sleep inherits that), and says so; rank 0 fails only after,
@@ -73,6 +90,7 @@ TEST(BraidRunFailure, RankIgnoringSigtermIsKilledAfterTheGracePeriod) {
   EXPECT_THAT(r.err, HasSubstr("rank 0 (pid "));
   EXPECT_THAT(r.err, HasSubstr("exited with code 5"));
   EXPECT_THAT(r.err, HasSubstr("1 rank still running 1 s after SIGTERM; sending SIGKILL"));
+  EXPECT_THAT(r.err, ::testing::Not(HasSubstr("as well")));
   EXPECT_GE(r.seconds, 1.0);  // the grace period was granted
   EXPECT_LT(r.seconds, kPrompt);
 }

@@ -19,7 +19,7 @@ constexpr std::array kBraidVariables{
     kRank,    kWorldSize, kLocalRank, kLocalWorldSize, kMasterAddr,  kMasterPort,    kJobToken, kJobId,
     kTimeout, kPeerTimeout, kTransport, kHostId,    kBindAddr,       kSpinUs,      kShmRingBytes,  kShmChunkBytes, kShmSliceBytes, kKernels, kLogLevel,
     kAlgoAllreduce, kAlgoAllgather, kAlgoReduceScatter, kAlgoBroadcast, kAlgoReduce, kAlgoGather, kAlgoScatter,
-    kAlgoAlltoall, kAlgoAlltoallv, kTuningFile, kCompressHostStriped, kChecksum, kTrace, kBlasRestarted,
+    kAlgoAlltoall, kAlgoAlltoallv, kFault, kTuningFile, kCompressHostStriped, kChecksum, kTrace, kBlasRestarted,
 };
 
 constexpr std::array kForeignVariables{

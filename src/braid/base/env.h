@@ -108,6 +108,7 @@ inline constexpr Variable kCompressHostStriped{"BRAID_COMPRESS_HOST_STRIPED", "a
     one_of("auto|0|1")};
 inline constexpr Variable kChecksum{"BRAID_CHECKSUM", "0", "1: compressed payloads carry a CRC32C that every receiver checks (braid::Corrupt on mismatch)",
     one_of("0|1")};
+inline constexpr Variable kFault{"BRAID_FAULT", "", "fault injection for tests and benchmarks: rank=R,op=OP,nth=N,kind=kill|freeze|stall:T|flip|close (fault_spec.h); unset: none"};
 inline constexpr Variable kTuningFile{"BRAID_TUNING_FILE", "", "JSON tuning file (braid-bench --tune) consulted before the built-in table"};
 inline constexpr Variable kTrace{"BRAID_TRACE", "", "directory every rank writes its trace file into (unset: no tracing)"};
 inline constexpr Variable kBlasRestarted{"BRAID_BLAS_RESTARTED", "", "set by braid-train when it restarted itself with OPENBLAS_CORETYPE: the core OpenBLAS had picked (also prevents a second restart)"};

@@ -10,6 +10,7 @@
 #include "braid/collectives/alltoallv_args.h"
 #include "braid/collectives/collective_ops.h"
 #include "braid/collectives/collective_queue.h"
+#include "braid/collectives/fault_point.h"
 #include "braid/collectives/tuner.h"
 #include "braid/comm/communicator_internal.h"
 
@@ -31,6 +32,7 @@ Work submit(Communicator& comm, OpKind op, std::function<void()> task) {
 }
 
 Work enqueue(Communicator& comm, const CollectiveCall& call, const CollectiveOptions& options) {
+  UserCallFaultPoint fault_point(comm, call.op);
   const CollectiveArgs args = checked(comm, call);
   check_algorithm(args, options);
   return submit(args.comm, args.op, [args, algorithm = options.algorithm] { run_collective(args, algorithm); });

@@ -5,12 +5,14 @@
 
 #include "braid/collectives/alltoallv_args.h"
 #include "braid/collectives/collective_ops.h"
+#include "braid/collectives/fault_point.h"
 
 namespace braid {
 
 namespace {
 
 void run(Communicator& comm, const CollectiveCall& call, const CollectiveOptions& options) {
+  UserCallFaultPoint fault_point(comm, call.op);
   run_collective(checked(comm, call), options.algorithm);
 }
 

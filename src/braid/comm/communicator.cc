@@ -143,6 +143,7 @@ Work Communicator::post(bool is_send, void* data, const MatchKey& key, const Env
 
 Work Communicator::isend(const void* data, std::int64_t count, DType dtype, int peer, int tag) {
   std::uint64_t bytes = checked_bytes(data, count, dtype, peer, tag, "send");
+  world_->fabric->fault_point(OpKind::kSendRecv);
   Envelope envelope{.op = OpKind::kSendRecv, .seq = next_send_seq_++, .dtype = dtype, .bytes = bytes};
   MatchKey key{.comm_id = id_, .channel = Channel::kUser, .tag = static_cast<std::uint32_t>(tag)};
   return post(true, const_cast<void*>(data), key, envelope, peer);

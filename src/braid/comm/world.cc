@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "braid/base/env.h"
+#include "braid/base/fault_spec.h"
 #include "braid/base/log.h"
 #include "braid/base/random.h"
 #include "braid/bootstrap/job_token.h"
@@ -111,8 +112,23 @@ bool ranks_outnumber_cores(const Topology& topology, int rank) {
   return topology.local_size(rank) > cores;
 }
 
+// BRAID_FAULT, parsed and checked against the job before any connection is made, so that a
+// malformed specification fails every rank at once rather than after a rendezvous.
+std::optional<FaultSpec> fault_from_env(const RankInfo& info) {
+  std::optional<std::string> text = env::get(env::kFault);
+  if (!text) return std::nullopt;
+  FaultSpec spec = parse_fault_spec(*text);
+  if (spec.rank >= info.world_size) {
+    throw InvalidArgument({.rank = info.rank, .op = "fault injection"},
+                          fmt::format("BRAID_FAULT='{}': rank {} is not in this job of {} ranks", *text, spec.rank,
+                                      info.world_size));
+  }
+  return spec;
+}
+
 std::shared_ptr<Fabric> connect_fabric(const RankInfo& info, const Topology& topology, KeyValueStore& store,
                                        const std::string& job_id, Deadline deadline) {
+  std::optional<FaultSpec> fault = fault_from_env(info);
   std::vector<int> local;
   if (transport_mode() == TransportMode::kAuto) local = topology.ranks_on_host(topology.host_of(info.rank));
   std::vector<int> remote;
@@ -144,7 +160,8 @@ std::shared_ptr<Fabric> connect_fabric(const RankInfo& info, const Topology& top
     for (int r : remote) route[static_cast<std::size_t>(r)] = static_cast<int>(transports.size() - 1);
   }
   FabricOptions fabric_options{.spin_seconds = static_cast<double>(env::get_int(env::kSpinUs)) * 1e-6,
-                               .yield_while_spinning = ranks_outnumber_cores(topology, info.rank)};
+                               .yield_while_spinning = ranks_outnumber_cores(topology, info.rank),
+                               .fault = fault};
   return std::make_shared<Fabric>(info.rank, info.world_size, std::move(transports), std::move(route), fabric_options);
 }
 

@@ -11,6 +11,7 @@
 #include "braid/base/env.h"
 #include "braid/base/splitmix64.h"
 #include "braid/collectives/collectives.h"
+#include "braid/collectives/fault_point.h"
 #include "braid/collectives/patterns/ring.h"
 #include "braid/comm/communicator_internal.h"
 #include "braid/compress/compressed_call.h"
@@ -173,6 +174,7 @@ bool takes_host_striped(Communicator& comm, const CompressedAllreduceOptions& op
 
 CompressionStats compressed_allreduce(Communicator& comm, std::span<float> data, CompressionState& state,
                                       const CompressedAllreduceOptions& options) {
+  UserCallFaultPoint fault_point(comm, OpKind::kAllreduce);
   auto codec = make_codec(options.codec);
   std::string op = fmt::format("compressed_allreduce({}) of '{}'", to_string(options.codec), options.name);
   if (options.shape.rows != 0 || options.shape.cols != 0) {

@@ -27,7 +27,8 @@ Fabric::Fabric(int rank, int world_size, std::vector<std::unique_ptr<Transport>>
       options_(options),
       transports_(std::move(transports)),
       self_(std::make_unique<LoopbackTransport>(rank)),
-      route_(std::move(route)) {}
+      route_(std::move(route)),
+      injector_(options_.fault, rank) {}
 
 Fabric::~Fabric() { shutdown(); }
 
@@ -47,6 +48,7 @@ void Fabric::post(const RequestPtr& request) {
   try {
     Transport& t = route(request->peer);
     if (request->is_send()) {
+      if (armed_fault_ != ArmedFault::kNone && request->peer != rank_) [[unlikely]] apply_armed_fault_locked(*request);
       t.post_send(request);
       if (request->peer != rank_) bytes_sent_.fetch_add(request->envelope.bytes, std::memory_order_relaxed);
     } else {
@@ -55,6 +57,25 @@ void Fabric::post(const RequestPtr& request) {
     progress_locked();  // start moving bytes now: the caller may compute before it waits
   } catch (const Error&) {
     poison_and_throw_locked(std::current_exception());
+  }
+}
+
+void Fabric::fire_fault(OpKind op) {
+  ArmedFault armed = injector_.on_call(op);  // kill, freeze and stall happen in there
+  if (armed == ArmedFault::kNone) return;
+  MutexLock lock(mu_);
+  armed_fault_ = armed;
+}
+
+// A flip marks the frame (its transport flips a header bit after the CRC: the receiver raises
+// Corrupt). A close needs a connection: it waits for a frame to a peer reached over TCP, whose
+// socket is then shut down both ways (both ends raise PeerLost); shared memory has none.
+void Fabric::apply_armed_fault_locked(Request& send) {
+  if (armed_fault_ == ArmedFault::kFlip) {
+    send.inject_corrupt_header = true;
+    armed_fault_ = ArmedFault::kNone;
+  } else if (armed_fault_ == ArmedFault::kClose && route(send.peer).close_for_fault(send.peer)) {
+    armed_fault_ = ArmedFault::kNone;
   }
 }
 

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "braid/base/clock.h"
+#include "braid/base/fault_injector.h"
 #include "braid/base/mutex.h"
 #include "braid/transport/request.h"
 #include "braid/transport/transport.h"
@@ -29,6 +30,7 @@ struct FabricOptions {
   double spin_seconds = 50e-6;       // BRAID_SPIN_US
   bool yield_while_spinning = false; // set when this host's ranks outnumber its cores
   double shutdown_seconds = 30.0;    // bound on the orderly close at the end of the job
+  std::optional<FaultSpec> fault;    // BRAID_FAULT (fault_injector.h); acts only on its rank
 };
 
 class Fabric {
@@ -79,6 +81,13 @@ class Fabric {
   // without messages and are not counted.
   std::uint64_t bytes_sent() const { return bytes_sent_.load(std::memory_order_relaxed); }
 
+  // A call of `op` starts on this rank (the collectives' entry points, point-to-point sends):
+  // where BRAID_FAULT aims at it, fires the fault (fault_injector.h) and arms a flip or close
+  // for the next frame posted to another rank. One inline test of a const bool otherwise.
+  void fault_point(OpKind op) {
+    if (injector_.enabled()) [[unlikely]] fire_fault(op);
+  }
+
   // Orderly close (idempotent). Called by the destructor when the fabric is not poisoned.
   void shutdown() noexcept;
 
@@ -91,6 +100,8 @@ class Fabric {
   void notify_peers_locked(const Error& error) BRAID_REQUIRES(mu_);
   [[noreturn]] void throw_timeout(const Request& request, double waited_seconds);
   static void rethrow_if_failed(const Request& request);
+  void fire_fault(OpKind op);
+  void apply_armed_fault_locked(Request& send) BRAID_REQUIRES(mu_);
 
   const int rank_;
   const int world_size_;
@@ -102,6 +113,8 @@ class Fabric {
   Mutex mu_;
   std::exception_ptr poison_ BRAID_GUARDED_BY(mu_);
   bool shut_down_ BRAID_GUARDED_BY(mu_) = false;
+  FaultInjector injector_;
+  ArmedFault armed_fault_ BRAID_GUARDED_BY(mu_) = ArmedFault::kNone;
   std::atomic<std::uint64_t> bytes_sent_{0};  // relaxed: a statistic, ordered by nothing
 };
 

@@ -25,6 +25,9 @@ struct Request {
   MatchKey key;
   Envelope envelope;   // send: what is sent; recv: what is expected
   std::byte* data = nullptr;  // send: the source (never written); recv: the destination
+  // Fault injection (BRAID_FAULT kind=flip, fabric.h): the transport flips a bit of this
+  // send's header after computing its CRC, so the receiver must raise Corrupt.
+  bool inject_corrupt_header = false;
 
   // Progress, owned by the transport handling the request.
   std::uint64_t transferred = 0;

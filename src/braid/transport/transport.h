@@ -71,6 +71,11 @@ class Transport {
 
   virtual bool has_pending() const = 0;
 
+  // Fault injection (BRAID_FAULT kind=close): breaks the connection to `peer` as a failing
+  // network would, and returns true; false where the transport has no connection to break
+  // (shared memory, the loopback).
+  virtual bool close_for_fault(int /*peer*/) noexcept { return false; }
+
   // Orderly close at the end of the job: flush, tell peers, release resources.
   virtual void shutdown(Deadline deadline) noexcept = 0;
 };

@@ -34,6 +34,7 @@ int main(int argc, char** argv) {
       {"tensor-parallel", scenario_tensor_parallel},
       {"tensor-parallel-dropped", scenario_tensor_parallel_dropped}, {"tensor-parallel-mismatch", scenario_tensor_parallel_mismatch},
       {"axis-traffic", scenario_axis_traffic},
+      {"fault-matrix", scenario_fault_matrix},
   };
   if (argc < 2 || !scenarios.contains(argv[1])) {
     std::fprintf(stderr, "usage: braid-test-rank SCENARIO [ARGS...]; scenarios:");
@@ -49,7 +50,7 @@ int main(int argc, char** argv) {
                                                "alltoallv-mismatch", "async-mismatch",
                                                "shared-memory-victim", "shared-memory-frozen",
                                                "shared-memory-mismatch", "compressed-fault", "partition",
-                                               "mesh", "tensor-parallel-mismatch"};
+                                               "mesh", "tensor-parallel-mismatch", "fault-matrix"};
   if (outlives_sigterm.contains(argv[1])) std::signal(SIGTERM, SIG_IGN);
   if (auto job = braid::env::get(braid::env::kJobId)) RANK_SAY("JOBID %s", job->c_str());
   // "badtoken" only corrupts this rank's token before joining, to be refused by the store.

@@ -159,7 +159,17 @@ void Job::check_ranks() {
   for (RankProcess& rank : ranks_) {
     if (rank.ended()) continue;
     std::optional<ExitStatus> status = rank.poll_exit();
-    if (!status || status->success() || stopping()) continue;
+    if (!status || status->success()) continue;
+    if (stopping()) {
+      // A rank killed by a signal braid-run did not send (a SIGKILL from elsewhere, a crash)
+      // is often the cause of the first failure reported, which may have been seen first: name it.
+      const bool sent_by_us = status->kind == ExitStatus::Kind::kSignaled &&
+                              (status->value == SIGTERM || (killed_ && status->value == SIGKILL));
+      if (status->kind == ExitStatus::Kind::kSignaled && !sent_by_us) {
+        announce(fmt::format("rank {} (pid {}) {} as well", rank.rank(), rank.pid(), status->describe()));
+      }
+      continue;
+    }
     std::string reason = fmt::format("rank {} (pid {}) {}", rank.rank(), rank.pid(), status->describe());
     if (int others = running_count(); others > 0) {
       reason += fmt::format("; terminating the other {}", count_ranks(others));

@@ -204,6 +204,7 @@ bool ShmTransport::progress_sends(Peer& p) {
     if (!p.front_header_written) {
       if (p.out.writable() < sizeof(WireHeader)) break;
       WireHeader h = make_data_header(r.key, r.envelope);
+      if (r.inject_corrupt_header) [[unlikely]] h.seq ^= 1;  // after the CRC: fault injection
       p.out.put(&h, sizeof h);
       p.front_header_written = true;
       moved = true;
@@ -328,6 +329,11 @@ void ShmTransport::check_peers() {
     if (!p->pending() || !p->process.exited()) continue;
     progress_recvs(*p);  // what it wrote before exiting is still in the ring
     if (!p->pending()) continue;
+    // A rank that stopped on an error wrote its abort here before exiting: that error (a
+    // Timeout, a Corrupt) is the cause, its exit only the consequence, as on TCP, where the
+    // abort frame arrives before the end of the stream (found by the fault matrix: a survivor
+    // reported PeerLost for a frozen rank's Timeout).
+    check_abort_mailbox();
     const Request* r = p->oldest_request();
     ErrorContext ctx{.rank = options_.rank, .peer = p->rank, .op = "recv"};
     if (r != nullptr) {

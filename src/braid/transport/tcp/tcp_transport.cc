@@ -74,6 +74,7 @@ bool TcpTransport::progress_sends(Peer& p) {
       if (p.sends.empty()) break;
       const Request& next = *p.sends.front();
       p.out_header = make_data_header(next.key, next.envelope);
+      if (next.inject_corrupt_header) [[unlikely]] p.out_header.seq ^= 1;  // after the CRC: fault injection
       p.out_header_sent = 0;
       p.out_active = true;
     }
@@ -301,6 +302,15 @@ void TcpTransport::fail_all(const std::exception_ptr& error) noexcept {
 
 bool TcpTransport::has_pending() const {
   return std::any_of(peers_.begin(), peers_.end(), [](const auto& p) { return p->pending(); });
+}
+
+// As a link that breaks: both directions shut at once, without a bye; this end notices on its
+// next read or write, the peer at its next read (EOF), and both raise PeerLost.
+bool TcpTransport::close_for_fault(int rank) noexcept {
+  Peer& p = peer(rank);
+  if (p.state != Peer::State::kOpen) return false;
+  ::shutdown(p.fd.get(), SHUT_RDWR);
+  return true;
 }
 
 void TcpTransport::shutdown(Deadline deadline) noexcept {

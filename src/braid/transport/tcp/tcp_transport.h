@@ -59,6 +59,7 @@ class TcpTransport final : public Transport {
   void send_abort(int peer, const Error& error) noexcept override;
   void fail_all(const std::exception_ptr& error) noexcept override;
   bool has_pending() const override;
+  bool close_for_fault(int peer) noexcept override;
   void shutdown(Deadline deadline) noexcept override;
 
   struct Peer;
