@@ -7,6 +7,7 @@
 // The element j of the block from rank src to rank dst is a small integer derived from
 // (src, dst, j), exact in every dtype, so each receiver knows every expected byte.
 #include <cstring>
+#include <limits>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -134,33 +135,44 @@ void AlltoallChecker::alltoallv_case(std::string_view algorithm, DType dtype, st
           recv, want);
 }
 
-// Local checks, before any message: every rank raises the same InvalidArgument.
+// Local checks, before any message: every rank raises the same InvalidArgument, naming itself,
+// the peer whose block is bad (the last rank) and the operation.
 void AlltoallChecker::argument_checks() {
   const auto n = static_cast<std::size_t>(comm_.size());
-  Counts zeros(n, 0), negative(n, 0);
+  Counts zeros(n, 0), negative(n, 0), huge(n, 0);
   negative[n - 1] = -1;
+  huge[n - 1] = std::numeric_limits<std::int64_t>::max() / 4;  // f32: the block end overflows int64 bytes
   float buffer[2] = {};
-  auto expect_invalid = [&](const char* what, auto call) {
+  const std::string names_peer = "rank " + std::to_string(comm_.rank()) + ", peer " + std::to_string(n - 1) + ", op alltoallv";
+  auto expect_invalid = [&](const char* what, const std::string& context, auto call) {
     ++cases_;
     try {
       call();
-    } catch (const InvalidArgument&) {
+    } catch (const InvalidArgument& e) {
+      if (std::string(e.what()).find(context) != std::string::npos) return;
+      if (++failures_ <= 20) RANK_SAY("FAIL %s rank %d: '%s' lacks '%s'", what, comm_.rank(), e.what(), context.c_str());
       return;
     }
     if (++failures_ <= 20) RANK_SAY("FAIL %s rank %d: no InvalidArgument", what, comm_.rank());
   };
-  expect_invalid("alltoallv negative send count", [&] {
+  expect_invalid("alltoallv negative send count", names_peer, [&] {
     alltoallv(comm_, buffer, negative.data(), zeros.data(), buffer + 1, zeros.data(), zeros.data(), DType::kF32);
   });
-  expect_invalid("alltoallv negative recv displacement", [&] {
+  expect_invalid("alltoallv negative recv displacement", names_peer, [&] {
     alltoallv(comm_, buffer, zeros.data(), zeros.data(), buffer + 1, zeros.data(), negative.data(), DType::kF32);
   });
-  expect_invalid("alltoallv unknown algorithm", [&] {
+  expect_invalid("alltoallv overflowing send block", names_peer, [&] {
+    alltoallv(comm_, buffer, huge.data(), huge.data(), buffer + 1, zeros.data(), zeros.data(), DType::kF32);
+  });
+  expect_invalid("alltoallv overflowing recv block", names_peer, [&] {
+    alltoallv(comm_, buffer, zeros.data(), zeros.data(), buffer + 1, huge.data(), huge.data(), DType::kF32);
+  });
+  expect_invalid("alltoallv unknown algorithm", "op alltoallv", [&] {
     alltoallv(comm_, buffer, zeros.data(), zeros.data(), buffer + 1, zeros.data(), zeros.data(), DType::kF32,
               {.algorithm = "no-such-algorithm"});
   });
-  expect_invalid("alltoall negative count", [&] { alltoall(comm_, buffer, buffer + 1, -1, DType::kF32); });
-  expect_invalid("alltoall unknown algorithm", [&] {
+  expect_invalid("alltoall negative count", "op alltoall", [&] { alltoall(comm_, buffer, buffer + 1, -1, DType::kF32); });
+  expect_invalid("alltoall unknown algorithm", "op alltoall", [&] {
     alltoall(comm_, buffer, buffer + 1, 0, DType::kF32, {.algorithm = "no-such-algorithm"});
   });
 }
