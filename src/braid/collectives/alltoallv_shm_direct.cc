@@ -5,7 +5,7 @@
 // before any payload moves, and every rank computes the same rounds.
 //
 // The payload moves in rounds through the two alternating halves of each rank's staging area
-// (ShmWorkspace::exchange_rounds). A rank's outgoing *stream* is its blocks for its peers in
+// (run_rounds below: one synchronisation per round). A rank's outgoing *stream* is its blocks for its peers in
 // rank order, back to back; round k stages bytes [k H, (k+1) H) of that stream into the
 // rank's own half (one copy in), H being the whole half. Every receiver knows where its block
 // sits in each sender's stream, and copies the part of it that round k covers out of the
@@ -68,6 +68,34 @@ AlltoallvCounts posted_counts(const ShmWorkspace& ws, std::uint64_t call, int n)
   return counts;
 }
 
+// One synchronisation per round instead of exchange_rounds' two: round k waits for every
+// peer's "staged k - 1", reads it, stages k into the other half and publishes "staged k". A
+// peer that published "staged k - 1" has finished reading round k - 2, the last user of the
+// half round k fills, so no second wait is needed. At the end every rank reads the last round
+// and waits until every peer has too ("reduced"), so the next collective finds the workspace
+// free. The counters stay those of ShmWorkspace::begin/end, monotonic and equal on every rank.
+template <class Stage, class Read>
+void run_rounds(ShmWorkspace& ws, const CollectiveArgs& a, std::int64_t rounds, const Stage& stage, const Read& read) {
+  const std::uint64_t base = ws.begin(a.op, a.seq);
+  const Deadline until = ws.deadline();
+  for (std::int64_t k = 0; k < rounds; ++k) {
+    if (k > 0) {
+      ws.wait_for_peers(ShmPhase::kStaged, base + static_cast<std::uint64_t>(k), until);
+      read(k - 1);
+    }
+    stage(k);
+    ws.publish(ShmPhase::kStaged, base + static_cast<std::uint64_t>(k) + 1);
+  }
+  const std::uint64_t last = base + static_cast<std::uint64_t>(rounds);
+  if (rounds > 0) {
+    ws.wait_for_peers(ShmPhase::kStaged, last, until);
+    read(rounds - 1);
+    ws.publish(ShmPhase::kReduced, last);
+    ws.wait_for_peers(ShmPhase::kReduced, last, until);
+  }
+  ws.end(static_cast<std::uint64_t>(rounds));
+}
+
 }  // namespace
 
 bool alltoallv_shm_direct_supports(const CollectiveArgs& args) {
@@ -103,29 +131,30 @@ void alltoallv_shm_direct(const CollectiveArgs& a) {
   for (int s = 0; s < n; ++s) received += layout.recv_counts[s];
   const CopyFunction copy_out = copy_for_output(a.bytes(received), n);
   const StreamLayout& mine = streams[static_cast<std::size_t>(r)];
-  ws.begin(a.op, a.seq);
-  ws.exchange_rounds(
-      rounds, static_cast<std::size_t>(half) * elem,
-      [&](std::int64_t k, std::size_t at) {
-        for (int d = 0; d < n; ++d) {
-          if (d == r) continue;
-          const std::int64_t start = mine.start[static_cast<std::size_t>(d)];
-          const Piece p = overlap(start, layout.send_counts[d], k, half);
-          if (p.first >= p.end) continue;
-          std::memcpy(ws.staging(r) + at + a.bytes(p.first - k * half),
-                      a.send + a.bytes(layout.send_displs[d] + p.first - start), a.bytes(p.end - p.first));
-        }
-      },
-      [&](std::int64_t k, std::size_t at) {
-        for (int s = 0; s < n; ++s) {
-          if (s == r) continue;
-          const std::int64_t start = streams[static_cast<std::size_t>(s)].start[static_cast<std::size_t>(r)];
-          const Piece p = overlap(start, layout.recv_counts[s], k, half);
-          if (p.first >= p.end) continue;
-          copy_out(a.recv + a.bytes(layout.recv_displs[s] + p.first - start),
-                   ws.staging(s) + at + a.bytes(p.first - k * half), a.bytes(p.end - p.first));
-        }
-      });
+  const std::size_t half_bytes = static_cast<std::size_t>(half) * elem;
+  auto stage = [&](std::int64_t k) {
+    const std::size_t at = static_cast<std::size_t>(k % 2) * half_bytes;
+    for (int d = 0; d < n; ++d) {
+      if (d == r) continue;
+      const std::int64_t start = mine.start[static_cast<std::size_t>(d)];
+      const Piece p = overlap(start, layout.send_counts[d], k, half);
+      if (p.first >= p.end) continue;
+      std::memcpy(ws.staging(r) + at + a.bytes(p.first - k * half),
+                  a.send + a.bytes(layout.send_displs[d] + p.first - start), a.bytes(p.end - p.first));
+    }
+  };
+  auto read = [&](std::int64_t k) {
+    const std::size_t at = static_cast<std::size_t>(k % 2) * half_bytes;
+    for (int s = 0; s < n; ++s) {
+      if (s == r) continue;
+      const std::int64_t start = streams[static_cast<std::size_t>(s)].start[static_cast<std::size_t>(r)];
+      const Piece p = overlap(start, layout.recv_counts[s], k, half);
+      if (p.first >= p.end) continue;
+      copy_out(a.recv + a.bytes(layout.recv_displs[s] + p.first - start),
+               ws.staging(s) + at + a.bytes(p.first - k * half), a.bytes(p.end - p.first));
+    }
+  };
+  run_rounds(ws, a, rounds, stage, read);
 }
 
 }  // namespace braid::algorithms
