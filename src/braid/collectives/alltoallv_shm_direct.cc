@@ -5,9 +5,9 @@
 // before any payload moves, and every rank computes the same rounds.
 //
 // The payload moves in rounds through the two alternating halves of each rank's staging area
-// (run_rounds below: one synchronisation per round). A rank's outgoing *stream* is its blocks for its peers in
-// rank order, back to back; round k stages bytes [k H, (k+1) H) of that stream into the
-// rank's own half (one copy in), H being the whole half. Every receiver knows where its block
+// (run_rounds below: one synchronisation per round). A rank's outgoing *stream* is its blocks
+// for its peers in rank order, back to back; round k stages bytes [k H, (k+1) H) of that
+// stream into the rank's own half (one copy in), H being the whole half. Every receiver knows where its block
 // sits in each sender's stream, and copies the part of it that round k covers out of the
 // sender's half (one copy out). Packing the stream, rather than giving every destination a
 // fixed share of the half as the equal-count alltoall does (shm_direct_steps.h), keeps the
