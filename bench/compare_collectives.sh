@@ -11,7 +11,8 @@
 # skipped with a note, as are peers that were not built.
 #
 # Usage: bench/compare_collectives.sh [-b 1K] [-e 64M] [-f 8] [OP ...]
-#   OP: allreduce allgather reduce_scatter alltoall broadcast (default: all five)
+#   OP: allreduce allgather reduce_scatter alltoall broadcast alltoallv (default: the first five;
+#   alltoallv runs braid-bench's MoE-shaped counts and MPI_Alltoallv at the same counts)
 # Environment: BUILD_DIR (default build), REPEATS (3), WORLD_SIZES ("2 4"),
 #   GLOO_ALGO (ring | halving_doubling; default ring), RUN_TIMEOUT (seconds per run; 900),
 #   KEEP_DIR (keep the raw outputs there instead of a temporary directory).
@@ -29,7 +30,7 @@ while [ $# -gt 0 ]; do
     -b) min=$2; shift 2 ;;
     -e) max=$2; shift 2 ;;
     -f) factor=$2; shift 2 ;;
-    -h|--help) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) echo "usage: $0 [-b MIN] [-e MAX] [-f FACTOR] [OP ...]" >&2; exit 2 ;;
     *) ops+=("$1"); shift ;;
   esac
@@ -37,8 +38,8 @@ done
 [ ${#ops[@]} -gt 0 ] || ops=(allreduce allgather reduce_scatter alltoall broadcast)
 for op in "${ops[@]}"; do
   case "$op" in
-    allreduce|allgather|reduce_scatter|alltoall|broadcast) ;;
-    *) echo "$0: unknown operation $op (allreduce allgather reduce_scatter alltoall broadcast)" >&2; exit 2 ;;
+    allreduce|allgather|reduce_scatter|alltoall|broadcast|alltoallv) ;;
+    *) echo "$0: unknown operation $op (allreduce allgather reduce_scatter alltoall broadcast alltoallv)" >&2; exit 2 ;;
   esac
 done
 for tool in braid-run braid-bench; do

@@ -5,11 +5,15 @@
  *   allgather       MPI_Allgather               busbw = algbw * (n-1)/n
  *   reduce_scatter  MPI_Reduce_scatter_block    busbw = algbw * (n-1)/n
  *   alltoall        MPI_Alltoall                busbw = algbw * (n-1)/n
+ *   alltoallv       MPI_Alltoallv               busbw = algbw * (n-1)/n, MoE-shaped counts
  *   broadcast       MPI_Bcast (root 0)          busbw = algbw
  * The busbw factors and the meaning of "size" are nccl-tests': allreduce and broadcast move
  * `size` bytes per rank; allgather's size is the whole output (each rank contributes size/n);
  * reduce_scatter's is the input per rank (each rank keeps size/n); alltoall's is what each rank
- * sends in all (size/n to every rank). Sizes are rounded down to a whole number of elements
+ * sends in all (size/n to every rank); alltoallv's is also what each rank sends in all, split
+ * over the ranks by braid-bench's MoE routing draw (src/braid/tools/braid_bench/moe_counts.h,
+ * the same integers here: 1024-float tokens, rank e chosen with probability ~ 1/(e+1), seed
+ * 2026), whose digest both print. Sizes are rounded down to a whole number of elements
  * (allreduce, broadcast) or of n-element blocks (the others), as nccl-tests does.
  *
  * Timing is braid-bench's (docs/benchmarks.md): after a warm-up, a batch of `iters`
@@ -50,7 +54,7 @@ static const long kMaxIters = 1000;
 static const int kDefaultRepeats = 5;
 static const float kSentinel = -1.0f; /* never an expected value: those are all positive */
 
-typedef enum { kAllreduce, kAllgather, kReduceScatter, kAlltoall, kBroadcast } Op;
+typedef enum { kAllreduce, kAllgather, kReduceScatter, kAlltoall, kBroadcast, kAlltoallv } Op;
 
 typedef struct {
   const char* name;
@@ -66,6 +70,7 @@ static const OpInfo kOps[] = {
     [kReduceScatter] = {"reduce_scatter", "MPI_Reduce_scatter_block", "sum", "(n-1)/n", 1},
     [kAlltoall] = {"alltoall", "MPI_Alltoall", "none", "(n-1)/n", 1},
     [kBroadcast] = {"broadcast", "MPI_Bcast", "none", "1", 0},
+    [kAlltoallv] = {"alltoallv", "MPI_Alltoallv", "none", "(n-1)/n", 0},
 };
 enum { kNumOps = sizeof(kOps) / sizeof(kOps[0]) };
 
@@ -93,7 +98,7 @@ typedef struct {
 static void usage(FILE* out) {
   fprintf(out,
           "usage: braid-mpi-collectives OP [options]   (run with mpirun -np N)\n"
-          "  OP: allreduce | allgather | reduce_scatter | alltoall | broadcast\n"
+          "  OP: allreduce | allgather | reduce_scatter | alltoall | broadcast | alltoallv\n"
           "  -b, --minbytes SIZE   smallest size (default 8); suffixes K, M, G (x1024)\n"
           "  -e, --maxbytes SIZE   largest size (default 256M), at most 2G-1\n"
           "  -f, --stepfactor N    multiply the size by N each step (default 2)\n"
@@ -201,22 +206,100 @@ static long warmup_for(const Options* opt, long iters) {
 }
 
 /* The per-rank element counts of one call of `op` at `size` bytes (already rounded). */
+/* alltoallv's layout at one size (moe_layout below), in floats. */
+typedef struct {
+  int* send_counts;
+  int* send_displs;
+  int* recv_counts;
+  int* recv_displs;
+  int* offset_at_sender; /* by sender: where its block for this rank starts in its send buffer */
+} MoeLayout;
+
 typedef struct {
   int send;  /* elements in the send buffer */
   int recv;  /* elements in the receive buffer */
   int block; /* per-rank block (allgather, reduce_scatter, alltoall) */
+  const MoeLayout* moe; /* alltoallv only */
 } Counts;
+
+/* braid-bench's MoE routing draw (moe_counts.h there): integers only, so both draw the same. */
+enum { kMoeTokenFloats = 1024 };
+static const uint64_t kMoeSeed = 2026;
+
+static uint64_t splitmix64(uint64_t x) {
+  uint64_t z = x + 0x9E3779B97F4A7C15ull;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+/* tokens[s * n + d]: how many of rank s's `tokens` tokens go to rank d. */
+static void moe_token_matrix(long long tokens, int n, long long* matrix) {
+  uint64_t cumulative[64], total = 0; /* n <= 64 (checked in main) */
+  for (int e = 0; e < n; e++) cumulative[e] = total += 720720u / (uint64_t)(e + 1);
+  for (int i = 0; i < n * n; i++) matrix[i] = 0;
+  for (int s = 0; s < n; s++) {
+    const uint64_t stream = splitmix64(kMoeSeed + (uint64_t)s);
+    for (long long t = 0; t < tokens; t++) {
+      const uint64_t pick = splitmix64(stream + (uint64_t)t) % total;
+      int e = 0;
+      while (pick >= cumulative[e]) e++;
+      matrix[s * n + e]++;
+    }
+  }
+}
+
+static uint64_t moe_digest(const long long* matrix, int n) {
+  uint64_t hash = 0xcbf29ce484222325ull;
+  for (int i = 0; i < n * n; i++) {
+    for (int b = 0; b < 8; b++) {
+      hash ^= ((uint64_t)matrix[i] >> (8 * b)) & 0xFF;
+      hash *= 0x100000001b3ull;
+    }
+  }
+  return hash;
+}
+
+/* This rank's packed layout for the matrix; returns the floats it receives. */
+static int moe_layout(const long long* tokens, int n, int rank, MoeLayout* l) {
+  int sent = 0, received = 0;
+  for (int p = 0; p < n; p++) {
+    l->send_displs[p] = sent;
+    l->send_counts[p] = (int)(tokens[rank * n + p] * kMoeTokenFloats);
+    sent += l->send_counts[p];
+    l->recv_displs[p] = received;
+    l->recv_counts[p] = (int)(tokens[p * n + rank] * kMoeTokenFloats);
+    received += l->recv_counts[p];
+    int offset = 0;
+    for (int d = 0; d < rank; d++) offset += (int)(tokens[p * n + d] * kMoeTokenFloats);
+    l->offset_at_sender[p] = offset;
+  }
+  return received;
+}
+
+/* The most any rank receives at `tokens` tokens per rank (sizes the receive buffer). */
+static size_t moe_largest_receive(long long tokens, int n, long long* matrix) {
+  moe_token_matrix(tokens, n, matrix);
+  long long most = 0;
+  for (int d = 0; d < n; d++) {
+    long long received = 0;
+    for (int s = 0; s < n; s++) received += matrix[s * n + d];
+    if (received > most) most = received;
+  }
+  return (size_t)most * kMoeTokenFloats * sizeof(float);
+}
 
 static Counts counts_for(Op op, size_t size, int n) {
   const int total = (int)(size / sizeof(float));
   switch (op) {
-    case kAllreduce: return (Counts){total, total, total};
-    case kAllgather: return (Counts){total / n, total, total / n};
-    case kReduceScatter: return (Counts){total, total / n, total / n};
-    case kAlltoall: return (Counts){total, total, total / n};
-    case kBroadcast: return (Counts){total, total, total};
+    case kAlltoallv: return (Counts){total, 0, 0, NULL}; /* recv and moe: filled by the caller */
+    case kAllreduce: return (Counts){total, total, total, NULL};
+    case kAllgather: return (Counts){total / n, total, total / n, NULL};
+    case kReduceScatter: return (Counts){total, total / n, total / n, NULL};
+    case kAlltoall: return (Counts){total, total, total / n, NULL};
+    case kBroadcast: return (Counts){total, total, total, NULL};
   }
-  return (Counts){0, 0, 0};
+  return (Counts){0, 0, 0, NULL};
 }
 
 /* Small integers: every sum of n of them is exact in f32. */
@@ -228,6 +311,9 @@ static void fill_input(Op op, float* send, Counts c, int rank, int n) {
     case kReduceScatter:
     case kAllgather:
       for (int i = 0; i < c.send; i++) send[i] = (float)(rank + 1) * base_value(i);
+      break;
+    case kAlltoallv: /* element i of the send buffer; receivers locate it by offset_at_sender */
+      for (int i = 0; i < c.send; i++) send[i] = (float)((long long)i * n % 1009 + rank * 1009 + 1);
       break;
     case kAlltoall: /* the block for rank p: tells source, destination and position apart */
       for (int p = 0; p < n; p++) {
@@ -257,6 +343,13 @@ static float expected(Op op, Counts c, int rank, int n, long long i) {
       return (float)((j % 7) * n * n + src * n + rank + 1);
     }
     case kBroadcast: return base_value(i) + 0.5f;
+    case kAlltoallv: {
+      int src = n - 1; /* packed blocks: the last sender whose block starts at or before i */
+      while (src > 0 && (long long)c.moe->recv_displs[src] > i) src--;
+      while (src > 0 && c.moe->recv_counts[src] == 0) src--;
+      const long long at = c.moe->offset_at_sender[src] + i - c.moe->recv_displs[src];
+      return (float)(at * n % 1009 + src * 1009 + 1);
+    }
   }
   return 0;
 }
@@ -278,6 +371,10 @@ static void run_op(Op op, const float* send, float* recv, Counts c) {
       break;
     case kBroadcast:
       MPI_Bcast((void*)send, c.send, MPI_FLOAT, 0, MPI_COMM_WORLD);
+      break;
+    case kAlltoallv:
+      MPI_Alltoallv(send, c.moe->send_counts, c.moe->send_displs, MPI_FLOAT, recv, c.moe->recv_counts,
+                    c.moe->recv_displs, MPI_FLOAT, MPI_COMM_WORLD);
       break;
   }
 }
@@ -350,7 +447,14 @@ int main(int argc, char** argv) {
     return parsed == 1 ? 0 : 2;
   }
   const OpInfo* info = &kOps[opt.op];
-  const size_t unit = sizeof(float) * (size_t)(info->blocks ? n : 1);
+  const int moe = opt.op == kAlltoallv;
+  /* alltoallv: whole tokens. */
+  const size_t unit = moe ? kMoeTokenFloats * sizeof(float) : sizeof(float) * (size_t)(info->blocks ? n : 1);
+  if (moe && n > 64) {
+    if (rank == 0) fprintf(stderr, "braid-mpi-collectives: alltoallv supports at most 64 ranks\n");
+    MPI_Finalize();
+    return 2;
+  }
 
   /* As in nccl-tests: min, min*f, min*f^2, ... up to and including max if it is hit; each
    * rounded down to whole elements (blocks), dropping zeros and repeats. */
@@ -365,11 +469,20 @@ int main(int argc, char** argv) {
     if (s > opt.max_bytes / opt.factor) break;
   }
   const size_t largest = n_sizes > 0 ? sizes[n_sizes - 1] : unit;
+  long long* matrix = malloc(sizeof(long long) * (size_t)n * (size_t)n);
+  int* moe_arrays = malloc(sizeof(int) * 5 * (size_t)n);
+  MoeLayout layout = {0};
+  if (moe_arrays != NULL) {
+    layout = (MoeLayout){moe_arrays, moe_arrays + n, moe_arrays + 2 * n, moe_arrays + 3 * n, moe_arrays + 4 * n};
+  }
+  const size_t recv_bytes =
+      moe && matrix != NULL ? moe_largest_receive((long long)(largest / unit), n, matrix) : largest;
+  const uint64_t digest = moe && matrix != NULL ? moe_digest(matrix, n) : 0; /* of the largest size */
   float* send = alloc_touched(largest);
-  float* recv = alloc_touched(largest);
+  float* recv = alloc_touched(recv_bytes > 0 ? recv_bytes : unit);
   double* batches = malloc(sizeof(double) * (size_t)opt.repeats);
   Row* rows = calloc(n_sizes > 0 ? n_sizes : 1, sizeof(Row));
-  if (send == NULL || recv == NULL || batches == NULL || rows == NULL) {
+  if (send == NULL || recv == NULL || batches == NULL || rows == NULL || matrix == NULL || moe_arrays == NULL) {
     fprintf(stderr, "braid-mpi-collectives: rank %d: out of memory for %zu-byte buffers\n", rank,
             largest);
     MPI_Abort(MPI_COMM_WORLD, 1);
@@ -384,6 +497,11 @@ int main(int argc, char** argv) {
     printf("# braid-mpi-collectives %s: %d ranks, %s, %s\n", info->name, n, info->mpi_call,
            opt.op == kBroadcast ? "in-place, root 0" : "out-of-place");
     printf("# %s\n", library);
+    if (moe) {
+      printf("# counts: MoE routing, %d-element tokens to rank e with probability ~ 1/(e+1), seed %llu; "
+             "token matrix digest at the largest size %016llx\n",
+             kMoeTokenFloats, (unsigned long long)kMoeSeed, (unsigned long long)digest);
+    }
     printf("# time = slowest rank, median of %d batches; busbw = algbw * %s\n", opt.repeats,
            info->busbw_formula);
     printf("# %12s %11s %5s %6s %11s %12s %12s %7s\n", "size", "count", "type", "redop",
@@ -397,7 +515,12 @@ int main(int argc, char** argv) {
   long long total_wrong = 0;
   for (size_t k = 0; k < n_sizes; k++) {
     const size_t size = sizes[k];
-    const Counts c = counts_for(opt.op, size, n);
+    Counts c = counts_for(opt.op, size, n);
+    if (moe) {
+      moe_token_matrix((long long)(size / unit), n, matrix);
+      c.recv = moe_layout(matrix, n, rank, &layout);
+      c.moe = &layout;
+    }
     fill_input(opt.op, send, c, rank, n);
     const long iters = iters_for(&opt, size);
     const long warmup = warmup_for(&opt, iters);
@@ -428,6 +551,8 @@ int main(int argc, char** argv) {
     }
   }
   free(rows);
+  free(moe_arrays);
+  free(matrix);
   free(batches);
   free(recv);
   free(send);

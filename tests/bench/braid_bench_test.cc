@@ -109,6 +109,28 @@ TEST_F(BraidBenchTest, TuneSubcommandCoversSeveralOperations) {
   for (const TuningRule& rule : table.rules) EXPECT_NE(rule.op, OpKind::kAlltoall);
 }
 
+// alltoallv at MoE counts: every element checked (#wrong 0 on every size), the counts'
+// generator named with its digest, and --tune writing the one rule its size convention allows
+// (every size, this world and host count), which a job then accepts.
+TEST_F(BraidBenchTest, AlltoallvTunesOneRuleAtMoeCounts) {
+  const std::string file = path("a2av.json");
+  LaunchResult r = bench(3, {"alltoallv", "-b", "4K", "-e", "256K", "-f", "8", "-n", "2", "-w", "1", "--repeats", "1",
+                             "--tune", file});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  TuningTable table = load_tuning_file(file);
+  ASSERT_EQ(table.rules.size(), 1u);
+  EXPECT_EQ(table.rules[0].op, OpKind::kAlltoallv);
+  EXPECT_EQ(table.rules[0].min_bytes, 0u);
+  EXPECT_EQ(table.rules[0].max_bytes, kNoByteLimit);
+  EXPECT_EQ(table.rules[0].min_world, 3);
+  EXPECT_EQ(table.rules[0].max_world, 3);
+  LaunchResult steered = bench(3, {"alltoallv", "-b", "4K", "-e", "256K", "-f", "8", "-n", "2", "-w", "1", "--repeats", "1"},
+                               {{"BRAID_TUNING_FILE", file}});
+  EXPECT_EQ(steered.exit_code, 0) << steered.output;
+  EXPECT_EQ(steered.count("token matrix digest at the largest size"), 1) << steered.output;
+  EXPECT_EQ(steered.count("Out of bounds values : 0 OK"), 1) << steered.output;
+}
+
 TEST_F(BraidBenchTest, MalformedTuningFileFailsEveryRankNamingTheFile) {
   const std::string file = path("bad.json");
   std::ofstream(file) << R"({"rules": [{"op": "allreduce", "algorithm": "warp_drive"}]})";

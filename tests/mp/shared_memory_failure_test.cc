@@ -1,6 +1,6 @@
 // Failure paths of algorithms that synchronise through shared memory or through
-// sub-communicators (allreduce shm_direct and hierarchical; broadcast, allgather, alltoall and
-// reduce_scatter shm_direct): a rank killed or frozen in the middle of a run of calls ends every
+// sub-communicators (allreduce shm_direct and hierarchical; broadcast, allgather, alltoall,
+// alltoallv and reduce_scatter shm_direct): a rank killed or frozen in the middle of a run of calls ends every
 // survivor's wait with a clear error naming it, a rank calling with a different count ends
 // every rank's call with Mismatch, never a hang, and nothing is left in /dev/shm.
 #include <algorithm>
@@ -90,7 +90,8 @@ INSTANTIATE_TEST_SUITE_P(Algorithms, SharedMemoryFailureTest,
                          ::testing::Values(Case{"shm_direct", 2, 0}, Case{"shm_direct", 3, 0},
                                            Case{"hierarchical", 4, 2}, Case{"shm_direct", 3, 0, "broadcast"},
                                            Case{"shm_direct", 3, 0, "allgather"}, Case{"shm_direct", 3, 0, "alltoall"},
-                                           Case{"shm_direct", 3, 0, "reduce_scatter"}),
+                                           Case{"shm_direct", 3, 0, "reduce_scatter"},
+                                           Case{"shm_direct", 3, 0, "alltoallv"}),
                          case_name);
 
 }  // namespace

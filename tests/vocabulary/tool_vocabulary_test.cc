@@ -84,7 +84,7 @@ TEST(ToolVocabulary, BraidBenchTakesTheSameOperationNames) {
   EXPECT_GE(alias.count("braid-bench reduce_scatter: 2 ranks"), 1) << alias.output;
   expect_usage_error("braid-bench", "tune -o /dev/null --ops reduce-scatter,allreduse",
                      "--ops: unknown operation 'allreduse' (accepted: allreduce, reduce_scatter (alias reduce-scatter), "
-                     "allgather, broadcast, reduce, alltoall, gather or scatter)");
+                     "allgather, broadcast, reduce, alltoall, alltoallv, gather or scatter)");
 }
 
 TEST(ToolVocabulary, AnUnknownOperationIsRefusedListingWhatTheToolTakes) {

@@ -45,6 +45,10 @@ constexpr std::array kAlgorithms{
     AlgorithmEntry{OpKind::kAlltoall, "shm_direct", algorithms::alltoall_shm_direct,
                    algorithms::alltoall_shm_direct_supports},
     AlgorithmEntry{OpKind::kAlltoallv, "pairwise", algorithms::alltoallv_pairwise},
+    AlgorithmEntry{OpKind::kAlltoallv, "shm_direct", algorithms::alltoallv_shm_direct,
+                   algorithms::alltoallv_shm_direct_supports},
+    AlgorithmEntry{OpKind::kAlltoallv, "hierarchical", algorithms::alltoallv_hierarchical,
+                   algorithms::alltoallv_hierarchical_supports},
 };
 
 // Ids must fit the envelope's byte, with 0 left for "no algorithm".

@@ -72,5 +72,12 @@ bool alltoall_shm_direct_supports(const CollectiveArgs& args);  // every rank on
 // displacements, checked; send and recv do not overlap, and this rank's own send and receive
 // counts agree.
 void alltoallv_pairwise(const CollectiveArgs& args);
+// Every rank's counts exchanged first (alltoallv_counts.h), then the payload through the shared
+// workspace; any counts, uneven and zero included.
+void alltoallv_shm_direct(const CollectiveArgs& args);
+bool alltoallv_shm_direct_supports(const CollectiveArgs& args);  // every rank on one host, over shm
+// Within-host exchange, one leader-to-leader message per host pair, within-host scatter.
+void alltoallv_hierarchical(const CollectiveArgs& args);
+bool alltoallv_hierarchical_supports(const CollectiveArgs& args);  // several hosts, one with several ranks
 
 }  // namespace braid::algorithms

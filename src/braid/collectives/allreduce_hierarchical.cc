@@ -17,16 +17,7 @@
 
 namespace braid::algorithms {
 
-// Only where it is a hierarchy: several hosts, one of them with several ranks. (On the leaders'
-// communicator, one rank per host, it refuses, so the leaders' allreduce cannot recurse.)
-bool allreduce_hierarchical_supports(const CollectiveArgs& args) {
-  const Topology& t = args.comm.topology();
-  if (t.num_hosts() < 2) return false;
-  for (int h = 0; h < t.num_hosts(); ++h) {
-    if (t.ranks_on_host(h).size() > 1) return true;
-  }
-  return false;
-}
+bool allreduce_hierarchical_supports(const CollectiveArgs& args) { return spans_hierarchy(args.comm.topology()); }
 
 void allreduce_hierarchical(const CollectiveArgs& args) {
   HostGroups& groups = detail::CollectiveAccess(args.comm).attachment<HostGroups>(args.comm);

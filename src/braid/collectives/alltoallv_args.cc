@@ -18,12 +18,14 @@ bool check_side(const ErrorContext& ctx, const char* side, const std::int64_t* c
   const std::int64_t limit = std::numeric_limits<std::int64_t>::max() / static_cast<std::int64_t>(dtype_size(dtype));
   bool any = false;
   for (int p = 0; p < n; ++p) {
+    ErrorContext at = ctx;  // names the peer whose block is bad
+    at.peer = p;
     if (counts[p] < 0 || displs[p] < 0) {
-      throw InvalidArgument(ctx, fmt::format("{} count {} / displacement {} for rank {} must be >= 0", side, counts[p],
+      throw InvalidArgument(at, fmt::format("{} count {} / displacement {} for rank {} must be >= 0", side, counts[p],
                                              displs[p], p));
     }
     if (counts[p] > limit - displs[p]) {
-      throw InvalidArgument(ctx, fmt::format("{} block of rank {} ({} elements at {}) overflows", side, p, counts[p],
+      throw InvalidArgument(at, fmt::format("{} block of rank {} ({} elements at {}) overflows", side, p, counts[p],
                                              displs[p]));
     }
     any = any || counts[p] > 0;

@@ -19,6 +19,17 @@ namespace braid {
 // (allreduce_host_striped.cc, compress/compressed_allreduce_host_striped.cc) apply.
 inline bool spans_uniform_hosts(const Topology& t) { return t.num_hosts() >= 2 && t.uniform_ranks_per_host() >= 2; }
 
+// Several hosts, one of them with several ranks: where a hierarchical scheme has a hierarchy
+// to use (allreduce_hierarchical.cc, alltoallv_hierarchical.cc). On the leaders' communicator
+// (one rank per host) it is false, so a hierarchical algorithm cannot recurse.
+inline bool spans_hierarchy(const Topology& t) {
+  if (t.num_hosts() < 2) return false;
+  for (int h = 0; h < t.num_hosts(); ++h) {
+    if (t.ranks_on_host(h).size() > 1) return true;
+  }
+  return false;
+}
+
 class HostGroups : public CommAttachment {
  public:
   explicit HostGroups(Communicator& comm);

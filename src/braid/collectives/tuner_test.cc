@@ -94,6 +94,22 @@ TEST_F(TunerTest, KeyOfACall) {
   EXPECT_EQ(key.hosts, 1);
 }
 
+// alltoallv's key has 0 bytes whatever the counts (its per-rank totals differ, and the key must
+// be the same on every rank), so its table rules match by world and hosts; a file's rule wins
+// over the built-in one, and a rule whose algorithm refuses the call (shm_direct on one rank)
+// is skipped.
+TEST_F(TunerTest, AlltoallvIsChosenByWorldAndHostsFromTheTables) {
+  EXPECT_EQ(tuning_key(args(0, OpKind::kAlltoallv)).bytes, 0u);
+  const TuningTable builtin = builtin_tuning_table();
+  TuningTable file{{{.op = OpKind::kAlltoallv, .algorithm = "shm_direct"},
+                    {.op = OpKind::kAlltoallv, .algorithm = "pairwise", .min_world = 1, .max_world = 1}}};
+  EXPECT_EQ(select_algorithm(args(0, OpKind::kAlltoallv), algorithms_for(OpKind::kAlltoallv), "",
+                             {.file = &file, .builtin = &builtin}).name, "pairwise");
+  TuningTable elsewhere{{{.op = OpKind::kAlltoallv, .algorithm = "hierarchical", .min_world = 2}}};
+  EXPECT_EQ(select_algorithm(args(0, OpKind::kAlltoallv), algorithms_for(OpKind::kAlltoallv), "",
+                             {.file = &elsewhere, .builtin = &builtin}).name, "pairwise");
+}
+
 TEST_F(TunerTest, ExplicitRequestWinsAndIsNeverSilentlyReplaced) {
   SelectionSources sources{.forced = "base", .forced_by = "BRAID_ALGO_ALLREDUCE", .file = table_of("base")};
   EXPECT_EQ(select(10, sources, "small"), "small");
@@ -307,6 +323,12 @@ scatter hosts=3 world=3-9: 0 binomial>linear | 64K linear
 alltoall hosts=1 world=1-9: 0 shm_direct>pairwise
 alltoall hosts=2 world=1-9: 0 pairwise
 alltoall hosts=3 world=1-9: 0 pairwise
+alltoallv hosts=1 world=1-2: 0 pairwise>shm_direct>pairwise
+alltoallv hosts=1 world=3-9: 0 shm_direct>pairwise
+alltoallv hosts=2 world=1-2: 0 hierarchical>pairwise>pairwise
+alltoallv hosts=2 world=3-9: 0 hierarchical>pairwise
+alltoallv hosts=3 world=1-2: 0 hierarchical>pairwise>pairwise
+alltoallv hosts=3 world=3-9: 0 hierarchical>pairwise
 )";
   EXPECT_EQ(grid_summary(builtin_tuning_table()), expected);
 }
@@ -334,7 +356,7 @@ TEST_F(TunerTest, UnknownNameInTheEnvironmentIsAnError) {
   EXPECT_NO_THROW(broadcast(*comm_, &value, 1, DType::kF32, 0, {.algorithm = "binomial"}));
 }
 
-// alltoallv has no tuning table (its size is not one count) but is forced like the others.
+// alltoallv is forced like the others (its tables match world size and host count only).
 TEST_F(TunerTest, EnvironmentForcesAnAlltoallvAlgorithm) {
   ScopedEnv forced("BRAID_ALGO_ALLTOALLV", "pairwise");
   EXPECT_EQ(choose_algorithm(args(0, OpKind::kAlltoallv), "").name, "pairwise");
@@ -358,7 +380,7 @@ TEST_F(TunerTest, UnknownAlltoallvNameInTheEnvironmentListsTheChoices) {
     std::string message = e.what();
     EXPECT_NE(message.find("BRAID_ALGO_ALLTOALLV='ring' is not an algorithm of alltoallv"), std::string::npos)
         << message;
-    EXPECT_NE(message.find("(available: pairwise)"), std::string::npos) << message;
+    EXPECT_NE(message.find("(available: pairwise, shm_direct, hierarchical)"), std::string::npos) << message;
   }
   EXPECT_NO_THROW(alltoallv(*comm_, &send, counts, displs, &recv, counts, displs, DType::kF32, {.algorithm = "pairwise"}));
   EXPECT_EQ(recv, 1);

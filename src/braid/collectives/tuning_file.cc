@@ -96,6 +96,10 @@ TuningRule read_rule(const Reader& reader, const json& object) {
     reader.fail(fmt::format("unknown {} algorithm '{}' (available: {})", op, rule.algorithm, algorithm_names(rule.op)));
   }
   read_range(reader, object, "bytes", kNoByteLimit, rule.min_bytes, rule.max_bytes);
+  if (!tuned_by_bytes(rule.op) && (rule.min_bytes != 0 || rule.max_bytes != kNoByteLimit)) {
+    reader.fail(fmt::format("{} rules cannot bound bytes: its calls are matched by world size and host count only "
+                            "(per-rank sizes differ)", op));
+  }
   read_range(reader, object, "world", kNoRankLimit, rule.min_world, rule.max_world);
   read_range(reader, object, "hosts", kNoRankLimit, rule.min_hosts, rule.max_hosts);
   if (rule.min_world < 1 || rule.min_hosts < 1) reader.fail("min_world and min_hosts must be at least 1");

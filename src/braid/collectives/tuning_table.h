@@ -55,6 +55,11 @@ struct TuningTable {
 
 // The collective operations a table may name, with their names as op_kind_name() spells them.
 std::span<const OpKind> tunable_ops();
+// Whether rules for `op` may bound bytes. alltoallv's may not: its per-rank totals differ
+// (uneven counts), and every rank must pick the same algorithm without a message, so its
+// calls are matched with 0 bytes (selection_bytes, tuner.h) and its rules only by world size
+// and host count.
+bool tuned_by_bytes(OpKind op);
 // The OpKind of a tunable operation's name ("allreduce"), or false.
 bool parse_tunable_op(std::string_view name, OpKind& op);
 
@@ -69,6 +74,8 @@ struct SizeWinner {
 // measured sizes a < b lies at their geometric midpoint ceil(sqrt(a*b)) (kept in (a, b]), the
 // natural middle on the log-scale sweep; the first range starts at 0 and the last is
 // open-ended. Winners with an empty algorithm (nothing measured) are ignored.
+// For an operation not tuned_by_bytes: one rule for every size, the algorithm that won the most
+// sizes (a tie goes to the one winning the largest of them).
 // REQUIRES: bytes strictly ascending (InvalidArgument otherwise).
 std::vector<TuningRule> rules_from_winners(OpKind op, std::span<const SizeWinner> winners, int world, int hosts);
 

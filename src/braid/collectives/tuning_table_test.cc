@@ -47,8 +47,11 @@ TEST(TuningTableTest, TunableOpsParseByTheirNames) {
     ASSERT_TRUE(parse_tunable_op(op_kind_name(tunable), op)) << op_kind_name(tunable);
     EXPECT_EQ(op, tunable);
   }
-  EXPECT_EQ(tunable_ops().size(), 8u);
-  EXPECT_FALSE(parse_tunable_op("alltoallv", op));
+  EXPECT_EQ(tunable_ops().size(), 9u);
+  EXPECT_TRUE(parse_tunable_op("alltoallv", op));
+  EXPECT_EQ(op, OpKind::kAlltoallv);
+  EXPECT_FALSE(tuned_by_bytes(OpKind::kAlltoallv));
+  EXPECT_TRUE(tuned_by_bytes(OpKind::kAlltoall));
   EXPECT_FALSE(parse_tunable_op("barrier", op));
   EXPECT_FALSE(parse_tunable_op("Allreduce", op));
 }
@@ -118,6 +121,22 @@ TEST(RulesFromWinnersTest, SizesWithoutAWinnerAreSkipped) {
   EXPECT_EQ(rules[1].min_bytes, 32u);
   EXPECT_TRUE(rules_from_winners(OpKind::kAllreduce, winners({{8, ""}}), 2, 1).empty());
   EXPECT_TRUE(rules_from_winners(OpKind::kAllreduce, {}, 2, 1).empty());
+}
+
+// alltoallv is matched without bytes (tuning_table.h): one rule, the most frequent winner, a tie
+// going to the winner of the largest size.
+TEST(RulesFromWinnersTest, AlltoallvGetsOneRuleForEverySize) {
+  auto w = winners({{1 << 20, "pairwise"}, {4 << 20, "shm_direct"}, {16 << 20, "shm_direct"}, {64 << 20, "pairwise"},
+                    {128 << 20, ""}});
+  std::vector<TuningRule> rules = rules_from_winners(OpKind::kAlltoallv, w, 4, 1);
+  ASSERT_EQ(rules.size(), 1u);
+  EXPECT_EQ(rules[0], (TuningRule{.op = OpKind::kAlltoallv, .algorithm = "pairwise", .min_bytes = 0,
+                                  .max_bytes = kNoByteLimit, .min_world = 4, .max_world = 4, .min_hosts = 1,
+                                  .max_hosts = 1}));
+  w.push_back({256 << 20, "shm_direct"});
+  EXPECT_EQ(rules_from_winners(OpKind::kAlltoallv, w, 4, 1)[0].algorithm, "shm_direct");  // 3 wins to 2
+  EXPECT_TRUE(rules_from_winners(OpKind::kAlltoallv, winners({{8, ""}}), 4, 1).empty());
+  EXPECT_THROW(rules_from_winners(OpKind::kAlltoallv, winners({{64, "a"}, {8, "b"}}), 2, 1), InvalidArgument);
 }
 
 TEST(RulesFromWinnersTest, SizesMustAscend) {

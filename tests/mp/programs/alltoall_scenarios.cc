@@ -7,6 +7,7 @@
 // The element j of the block from rank src to rank dst is a small integer derived from
 // (src, dst, j), exact in every dtype, so each receiver knows every expected byte.
 #include <cstring>
+#include <limits>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -36,9 +37,13 @@ void fill_block(Bytes& out, std::int64_t at, int src, int dst, std::int64_t coun
   for (std::int64_t j = 0; j < count; ++j) store_element(out.data(), at + j, dtype, value(src, dst, j));
 }
 
-// alltoallv's element count from src to dst: irregular, zero for about a quarter of the pairs
-// (and for every pair when base == 0).
-std::int64_t v_count(int src, int dst, std::int64_t base) {
+// alltoallv's shapes of counts: kIrregular is zero for about a quarter of the pairs (and for
+// every pair when base == 0); kHot is MoE-like, one hot destination (rank 0) receiving 3 base
+// from everyone, odd ranks receiving nothing, and the others a little, so one block spans
+// several rounds of the shared-memory algorithm while most are empty.
+enum class Shape { kIrregular, kHot };
+std::int64_t v_count(int src, int dst, std::int64_t base, Shape shape) {
+  if (shape == Shape::kHot) return dst == 0 ? 3 * base + src : (dst % 2 == 1 ? 0 : base / 7);
   return (src * 3 + dst * 5) % 4 == 1 ? 0 : base + src + 2 * dst;
 }
 
@@ -65,10 +70,10 @@ class AlltoallChecker {
 
  private:
   void alltoall_case(const AlgorithmEntry& algorithm, DType dtype, std::int64_t count, bool in_place);
-  void alltoallv_case(std::string_view algorithm, DType dtype, std::int64_t base);
+  void alltoallv_case(std::string_view algorithm, DType dtype, std::int64_t base, Shape shape);
   void argument_checks();
-  CollectiveArgs probe_args() {
-    return {.comm = comm_, .op = OpKind::kAlltoall, .seq = 0, .send = nullptr, .recv = nullptr, .count = 1,
+  CollectiveArgs probe_args(OpKind op = OpKind::kAlltoall) {
+    return {.comm = comm_, .op = op, .seq = 0, .send = nullptr, .recv = nullptr, .count = op == OpKind::kAlltoall ? 1 : 0,
             .dtype = DType::kF32};
   }
   void compare(const std::string& what, const Bytes& got, const Bytes& want);
@@ -107,13 +112,13 @@ void AlltoallChecker::alltoall_case(const AlgorithmEntry& algorithm, DType dtype
 }
 
 // `algorithm` empty: the tuner's choice (BRAID_ALGO_ALLTOALLV where set).
-void AlltoallChecker::alltoallv_case(std::string_view algorithm, DType dtype, std::int64_t base) {
+void AlltoallChecker::alltoallv_case(std::string_view algorithm, DType dtype, std::int64_t base, Shape shape) {
   const int n = comm_.size(), r = comm_.rank();
   const std::size_t elem = dtype_size(dtype);
   Counts send_counts, recv_counts, send_displs, recv_displs;
   for (int p = 0; p < n; ++p) {
-    send_counts.push_back(v_count(r, p, base));
-    recv_counts.push_back(v_count(p, r, base));
+    send_counts.push_back(v_count(r, p, base, shape));
+    recv_counts.push_back(v_count(p, r, base, shape));
   }
   const std::int64_t send_total = layout(send_counts, 1, send_displs), recv_total = layout(recv_counts, 2, recv_displs);
   Bytes send(static_cast<std::size_t>(send_total) * elem, kGarbage), want(static_cast<std::size_t>(recv_total) * elem, kGarbage);
@@ -130,33 +135,44 @@ void AlltoallChecker::alltoallv_case(std::string_view algorithm, DType dtype, st
           recv, want);
 }
 
-// Local checks, before any message: every rank raises the same InvalidArgument.
+// Local checks, before any message: every rank raises the same InvalidArgument, naming itself,
+// the peer whose block is bad (the last rank) and the operation.
 void AlltoallChecker::argument_checks() {
   const auto n = static_cast<std::size_t>(comm_.size());
-  Counts zeros(n, 0), negative(n, 0);
+  Counts zeros(n, 0), negative(n, 0), huge(n, 0);
   negative[n - 1] = -1;
+  huge[n - 1] = std::numeric_limits<std::int64_t>::max() / 4;  // f32: the block end overflows int64 bytes
   float buffer[2] = {};
-  auto expect_invalid = [&](const char* what, auto call) {
+  const std::string names_peer = "rank " + std::to_string(comm_.rank()) + ", peer " + std::to_string(n - 1) + ", op alltoallv";
+  auto expect_invalid = [&](const char* what, const std::string& context, auto call) {
     ++cases_;
     try {
       call();
-    } catch (const InvalidArgument&) {
+    } catch (const InvalidArgument& e) {
+      if (std::string(e.what()).find(context) != std::string::npos) return;
+      if (++failures_ <= 20) RANK_SAY("FAIL %s rank %d: '%s' lacks '%s'", what, comm_.rank(), e.what(), context.c_str());
       return;
     }
     if (++failures_ <= 20) RANK_SAY("FAIL %s rank %d: no InvalidArgument", what, comm_.rank());
   };
-  expect_invalid("alltoallv negative send count", [&] {
+  expect_invalid("alltoallv negative send count", names_peer, [&] {
     alltoallv(comm_, buffer, negative.data(), zeros.data(), buffer + 1, zeros.data(), zeros.data(), DType::kF32);
   });
-  expect_invalid("alltoallv negative recv displacement", [&] {
+  expect_invalid("alltoallv negative recv displacement", names_peer, [&] {
     alltoallv(comm_, buffer, zeros.data(), zeros.data(), buffer + 1, zeros.data(), negative.data(), DType::kF32);
   });
-  expect_invalid("alltoallv unknown algorithm", [&] {
+  expect_invalid("alltoallv overflowing send block", names_peer, [&] {
+    alltoallv(comm_, buffer, huge.data(), huge.data(), buffer + 1, zeros.data(), zeros.data(), DType::kF32);
+  });
+  expect_invalid("alltoallv overflowing recv block", names_peer, [&] {
+    alltoallv(comm_, buffer, zeros.data(), zeros.data(), buffer + 1, huge.data(), huge.data(), DType::kF32);
+  });
+  expect_invalid("alltoallv unknown algorithm", "op alltoallv", [&] {
     alltoallv(comm_, buffer, zeros.data(), zeros.data(), buffer + 1, zeros.data(), zeros.data(), DType::kF32,
               {.algorithm = "no-such-algorithm"});
   });
-  expect_invalid("alltoall negative count", [&] { alltoall(comm_, buffer, buffer + 1, -1, DType::kF32); });
-  expect_invalid("alltoall unknown algorithm", [&] {
+  expect_invalid("alltoall negative count", "op alltoall", [&] { alltoall(comm_, buffer, buffer + 1, -1, DType::kF32); });
+  expect_invalid("alltoall unknown algorithm", "op alltoall", [&] {
     alltoall(comm_, buffer, buffer + 1, 0, DType::kF32, {.algorithm = "no-such-algorithm"});
   });
 }
@@ -169,9 +185,12 @@ void AlltoallChecker::run_all() {
         if (algorithm->supports != nullptr && !algorithm->supports(probe_args())) continue;
         for (bool in_place : {false, true}) alltoall_case(*algorithm, dtype, count, in_place);
       }
-      alltoallv_case("", dtype, count);
-      for (const AlgorithmEntry* algorithm : algorithms_for(OpKind::kAlltoallv)) {
-        alltoallv_case(algorithm->name, dtype, count);
+      for (Shape shape : {Shape::kIrregular, Shape::kHot}) {
+        alltoallv_case("", dtype, count, shape);
+        for (const AlgorithmEntry* algorithm : algorithms_for(OpKind::kAlltoallv)) {
+          if (algorithm->supports != nullptr && !algorithm->supports(probe_args(OpKind::kAlltoallv))) continue;
+          alltoallv_case(algorithm->name, dtype, count, shape);
+        }
       }
     }
   }

@@ -3,7 +3,7 @@
 // in the middle of a run of calls must end every survivor's wait with braid::PeerLost /
 // braid::Timeout naming it, and a peer calling with a different count must end every rank's
 // call with braid::Mismatch; never a hang. The operation is BRAID_TEST_OP (allreduce, the
-// default, broadcast, allgather, alltoall or reduce_scatter) and the algorithm BRAID_TEST_ALGO
+// default, broadcast, allgather, alltoall, alltoallv or reduce_scatter) and the algorithm BRAID_TEST_ALGO
 // (default shm_direct), so other algorithms can be checked the same way.
 #include <signal.h>
 #include <unistd.h>
@@ -34,8 +34,8 @@ std::string operation_under_test() {
 }
 
 // One call of the operation under test on `count` (<= kCount) elements per rank (allgather,
-// alltoall and reduce_scatter: count / n per block, so every operation moves about the same
-// bytes).
+// alltoall, alltoallv and reduce_scatter: count / n per block, so every operation moves about
+// the same bytes; a rank called with another count makes its alltoallv counts disagree).
 void call_operation(Communicator& comm, const std::string& op, std::int64_t count, std::vector<float>& send,
                     std::vector<float>& recv, const CollectiveOptions& options) {
   const std::int64_t block = count / comm.size();
@@ -45,6 +45,11 @@ void call_operation(Communicator& comm, const std::string& op, std::int64_t coun
     allgather(comm, send.data(), recv.data(), block, DType::kF32, options);
   } else if (op == "alltoall") {
     alltoall(comm, send.data(), recv.data(), block, DType::kF32, options);
+  } else if (op == "alltoallv") {
+    std::vector<std::int64_t> counts(static_cast<std::size_t>(comm.size()), block), displs;
+    for (int p = 0; p < comm.size(); ++p) displs.push_back(p * block);
+    alltoallv(comm, send.data(), counts.data(), displs.data(), recv.data(), counts.data(), displs.data(), DType::kF32,
+              options);
   } else if (op == "reduce_scatter") {
     reduce_scatter(comm, send.data(), recv.data(), block, DType::kF32, ReduceOp::kSum, options);
   } else {

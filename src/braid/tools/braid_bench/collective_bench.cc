@@ -19,7 +19,7 @@ struct MemcpyReference {
 };
 
 ResultTable make_table(const CollectiveSpec& spec, Communicator& comm, const SweepOptions& options,
-                       const MemcpyReference& reference) {
+                       const MemcpyReference& reference, std::int64_t largest_count) {
   ResultTable table(spec.name(), {{"size", 12}, {"count", 11}, {"type", 5}, {"redop", 6}, {"time(us)", 11, 1},
                                 {"algbw(GB/s)", 12, 2}, {"busbw(GB/s)", 12, 2}, {"#wrong", 7}});
   std::string algorithm = options.algorithm.empty() ? "default" : options.algorithm;
@@ -31,6 +31,7 @@ ResultTable make_table(const CollectiveSpec& spec, Communicator& comm, const Swe
     table.print_comment(fmt::format("braid-bench {}: {} ranks, algorithm {}, out-of-place", spec.name(), comm.size(), algorithm));
     table.print_comment(one_thread_memcpy_line(reference.one_thread_gbs));
     table.print_comment(every_rank_memcpy_line(reference.every_rank_gbs));
+    if (spec.note) table.print_comment(spec.note(comm.size(), largest_count));
     table.print_comment(fmt::format("time = slowest rank, median of {} batches; busbw = algbw * {:.3f}", options.repeats,
                                     spec.busbw_factor(comm.size())));
     table.print_header();
@@ -48,10 +49,11 @@ int run_collective_bench(Communicator& comm, const CollectiveSpec& spec, const S
   MemcpyReference reference;
   if (comm.rank() == 0) reference.one_thread_gbs = measure_memcpy_gbs();
   reference.every_rank_gbs = measure_concurrent_memcpy_gbs(comm);  // starts with a barrier
-  ResultTable table = make_table(spec, comm, options, reference);
+  std::vector<std::uint64_t> sizes = size_sweep(options, elem);
+  const std::int64_t largest_count = sizes.empty() ? 0 : spec.count_for(sizes.back(), n, elem);
+  ResultTable table = make_table(spec, comm, options, reference, largest_count);
   CollectiveOptions collective_options{.algorithm = options.algorithm};
 
-  std::vector<std::uint64_t> sizes = size_sweep(options, elem);
   SweepBuffers buffers(comm, spec, sizes, dtype, op);
   std::int64_t total_wrong = 0;
   for (std::uint64_t requested : sizes) {

@@ -49,6 +49,8 @@ struct CollectiveSpec {
   // How many elements of it to check on `rank` (default: recv_elements), for rooted
   // operations whose non-root ranks receive nothing.
   std::function<std::int64_t(std::int64_t count, int n, int rank)> result_elements;
+  // A comment line for the header (what the counts are), given the largest count of the sweep.
+  std::function<std::string(int n, std::int64_t largest_count)> note;
 
   // "allreduce": the operation's name (base/op_kind.h), which is its subcommand.
   std::string name() const { return std::string(op_kind_name(op)); }
@@ -56,6 +58,9 @@ struct CollectiveSpec {
 
 // Runs the sweep; returns the process exit status (1 if any result was wrong).
 int run_collective_bench(Communicator& comm, const CollectiveSpec& spec, const SweepOptions& options);
+
+// alltoallv at MoE-shaped counts (alltoallv_spec.cc).
+CollectiveSpec alltoallv_spec();
 
 // One spec per collective subcommand, in the order braid-bench lists them.
 std::vector<CollectiveSpec> collective_specs();

@@ -148,7 +148,7 @@ CollectiveSpec scatter_spec() {
 
 std::vector<CollectiveSpec> collective_specs() {
   return {allreduce_spec(), allgather_spec(), reduce_scatter_spec(), broadcast_spec(),
-          reduce_spec(),    gather_spec(),    scatter_spec(),        alltoall_spec()};
+          reduce_spec(),    gather_spec(),    scatter_spec(),        alltoall_spec(), alltoallv_spec()};
 }
 
 }  // namespace braid::bench
