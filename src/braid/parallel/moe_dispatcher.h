@@ -48,6 +48,13 @@
 
 namespace braid::parallel {
 
+// The chunk count plan() takes by default. Measured (docs/performance.md, "MoE dispatch"):
+// on the 2-vCPU VM of the tests the exchange is a shared-memory memcpy that needs the same
+// cores as MLP experts, and chunking hid none of it, so 1; with experts whose compute leaves
+// the cores free (an accelerator; braid-moe-bench --offload-ns-per-row) 4 chunks hid about half
+// of it (1.25x per layer), 8 two thirds at 4 ranks. Pass a measured count where it pays.
+inline constexpr int kDefaultMoeChunks = 1;
+
 struct MoeLayerSpec {
   int experts = 0;               // over the whole EP group, divisible by its size
   int top_k = 1;                 // 1 or 2 usually; any in [1, experts]
@@ -96,7 +103,7 @@ class MoeDispatcher {
 
   // Collective: routes this rank's tokens (expert_ids: tokens x top_k) and exchanges the
   // per-expert counts with an alltoall. chunks >= 1, the same on every rank.
-  MoeDispatchPlan plan(std::span<const std::int32_t> expert_ids, std::int64_t tokens, int chunks);
+  MoeDispatchPlan plan(std::span<const std::int32_t> expert_ids, std::int64_t tokens, int chunks = kDefaultMoeChunks);
 
   // Collective. tokens: plan.routing.tokens rows -> expert_input: plan.expert_rows() rows, in
   // the expert buffer's order (chunk-major, then local expert: moe_exchange_layout.h).

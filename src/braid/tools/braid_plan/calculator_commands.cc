@@ -71,6 +71,7 @@ Report volume_report(const VolumeFlags& f) {
   }
   if (f.tokens) require_range("--tokens", *f.tokens, 1, 1e12);
   if (f.ep) require_range("--ep", *f.ep, 1, 1e6);
+  require_range("--capacity-factor", f.capacity_factor, 0, 1e6, "0 is dropless");
   if (f.experts > 0) {
     MoeShape moe{.tokens = f.tokens.value_or(static_cast<double>(l.micro_batch) * m.seq), .top_k = f.top_k,
                  .hidden = static_cast<double>(m.hidden), .bytes = o.activation_bytes, .experts = f.experts,
