@@ -61,7 +61,7 @@ MoeDispatchPlan MoeDispatcher::plan(std::span<const std::int32_t> expert_ids, st
   const int ep = group_.size();
   const int local = options_.local_experts();
   const auto message = static_cast<std::int64_t>(kHeaderSize) + local;
-  std::optional<MoeRoutingProblem> problem = find_routing_problem(expert_ids, tokens, options_);
+  const std::optional<MoeRoutingProblem> problem = find_routing_problem(expert_ids, tokens, options_);
   MoeDispatchPlan plan;
   if (!problem) plan.routing = route_tokens(expert_ids, tokens, options_);
   std::vector<std::int64_t> send(static_cast<std::size_t>(message * ep), 0), recv(send.size());
@@ -78,29 +78,40 @@ MoeDispatchPlan MoeDispatcher::plan(std::span<const std::int32_t> expert_ids, st
     for (int le = 0; le < local; ++le) h[kHeaderSize + le] = plan.routing.kept_per_expert[static_cast<std::size_t>(p * local + le)];
   }
   alltoall(group_, send.data(), recv.data(), message, DType::kI64);
-  auto header = [&](int p) { return recv.data() + p * message; };
-  const ErrorContext ctx{.rank = group_.rank(), .op = kOp};
-  bool same_chunks = true;
-  std::string chunk_counts;
-  for (int p = 0; p < ep; ++p) {
-    same_chunks = same_chunks && header(p)[kChunks] == chunks;
-    chunk_counts += fmt::format("{}rank {} has {}", p == 0 ? "" : ", ", p, header(p)[kChunks]);
-  }
-  if (!same_chunks) throw Mismatch(ctx, fmt::format("ranks disagree on chunks: {}", chunk_counts));
-  if (chunks < 1) throw InvalidArgument(ctx, fmt::format("chunks must be >= 1, got {}", chunks));
-  for (int p = 0; p < ep; ++p) {
-    if (header(p)[kProblem] != 0) throw InvalidArgument(ctx, describe_problem(header(p), p, spec_.experts, spec_.top_k));
-  }
+  check_peer_headers(recv, message, chunks);
   std::vector<std::int64_t> incoming(static_cast<std::size_t>(ep) * local);
   plan.received_per_local_expert.assign(static_cast<std::size_t>(local), 0);
   for (int p = 0; p < ep; ++p) {
     for (int le = 0; le < local; ++le) {
-      const std::int64_t rows = header(p)[kHeaderSize + le];
+      const std::int64_t rows = recv[static_cast<std::size_t>(p * message) + kHeaderSize + static_cast<std::size_t>(le)];
       incoming[static_cast<std::size_t>(p * local + le)] = rows;
       plan.received_per_local_expert[static_cast<std::size_t>(le)] += rows;
     }
   }
   plan.layout = MoeExchangeLayout(plan.routing.kept_per_expert, incoming, ep, chunks);
+  index_send_rows(plan, expert_ids);
+  return plan;
+}
+
+// Every rank holds every peer's header after the alltoall, so all raise the same error.
+void MoeDispatcher::check_peer_headers(std::span<const std::int64_t> recv, std::int64_t message, int chunks) const {
+  auto header = [&](int p) { return recv.data() + p * message; };
+  const ErrorContext ctx{.rank = group_.rank(), .op = kOp};
+  bool same_chunks = true;
+  std::string chunk_counts;
+  for (int p = 0; p < group_.size(); ++p) {
+    same_chunks = same_chunks && header(p)[kChunks] == chunks;
+    chunk_counts += fmt::format("{}rank {} has {}", p == 0 ? "" : ", ", p, header(p)[kChunks]);
+  }
+  if (!same_chunks) throw Mismatch(ctx, fmt::format("ranks disagree on chunks: {}", chunk_counts));
+  if (chunks < 1) throw InvalidArgument(ctx, fmt::format("chunks must be >= 1, got {}", chunks));
+  for (int p = 0; p < group_.size(); ++p) {
+    if (header(p)[kProblem] != 0) throw InvalidArgument(ctx, describe_problem(header(p), p, spec_.experts, spec_.top_k));
+  }
+}
+
+// The send row of every kept choice, and its inverses.
+void MoeDispatcher::index_send_rows(MoeDispatchPlan& plan, std::span<const std::int32_t> expert_ids) {
   const MoeRouting& r = plan.routing;
   plan.send_row_of_choice.assign(r.position_of_choice.size(), -1);
   plan.choice_of_send_row.assign(static_cast<std::size_t>(plan.layout.send_rows()), 0);
@@ -113,7 +124,6 @@ MoeDispatchPlan MoeDispatcher::plan(std::span<const std::int32_t> expert_ids, st
     plan.choice_of_send_row[static_cast<std::size_t>(row)] = static_cast<std::int64_t>(choice);
     plan.token_of_send_row[static_cast<std::size_t>(row)] = static_cast<std::int64_t>(choice) / r.top_k;
   }
-  return plan;
 }
 
 void MoeDispatcher::check_plan(const MoeDispatchPlan& plan, const char* op) const {

@@ -130,6 +130,8 @@ class MoeDispatcher {
   void forward(const MoeDispatchPlan& plan, const void* source, std::span<const std::int64_t> source_row, void* expert_input);
   void reverse(const MoeDispatchPlan& plan, const void* expert_rows);  // -> back_
   void check_plan(const MoeDispatchPlan& plan, const char* op) const;
+  void check_peer_headers(std::span<const std::int64_t> recv, std::int64_t message, int chunks) const;
+  static void index_send_rows(MoeDispatchPlan& plan, std::span<const std::int32_t> expert_ids);
 
   Communicator& group_;
   MoeLayerSpec spec_;
