@@ -66,9 +66,10 @@ run_lane() {
 
 case $lanes in
   asan | all)
-    # Collectives (every algorithm), failures, GradSync, compressed collectives: mp_test's suites.
-    run_lane "ASan+UBSan, multi-process suites" "$root/build-asan" address,undefined '^mp_test\.' \
-      braid_libraries mp_test braid-test-rank braid-run
+    # Collectives (every algorithm), failures, GradSync, compressed collectives: mp_test's suites;
+    # MoE dispatch/combine (moe_test, ~2 s under ASan).
+    run_lane "ASan+UBSan, multi-process suites" "$root/build-asan" address,undefined '^(mp_test|moe_test)\.' \
+      braid_libraries mp_test moe_test braid-test-rank braid-run
     ;;&
   tsan | all)
     run_lane "TSan, engine / queue / transport / communicator" "$root/build-tsan" thread \

@@ -1,6 +1,7 @@
 #include "braid/plan/comm_volume.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include <fmt/format.h>
 
@@ -132,12 +133,29 @@ Estimates pp_bytes(const ActivationShape& shape, int microbatches, int chunks, i
   return out;
 }
 
+namespace {
+
+// R: the routed copies kept per MoE layer on this rank.
+Estimate moe_kept_rows(const MoeShape& s) {
+  const double routed = s.tokens * s.top_k;
+  if (s.capacity_factor == 0) return {"moe_kept_rows", routed, Unit::kCount, "R = T x k  (dropless)", fmt::format("{} x {}", num(s.tokens), num(s.top_k))};
+  const double capacity = std::ceil(s.capacity_factor * s.tokens * s.top_k / s.experts);
+  return {"moe_kept_rows", std::min(routed, s.experts * capacity), Unit::kCount,
+          "R <= min(T x k, E x ceil(cf x T x k / E))  (at most; equal when no expert is under its capacity)",
+          fmt::format("min({} x {}, {} x {})", num(s.tokens), num(s.top_k), num(s.experts), num(capacity))};
+}
+
+}  // namespace
+
 Estimates moe_alltoall_bytes(const MoeShape& s) {
   require_range("tokens", s.tokens, 0, 1e15);
+  require_range("capacity factor", s.capacity_factor, 0, 1e6, "0 is dropless");
   require_range("top-k", s.top_k, 1, s.experts, "a token goes to between 1 and all experts");
   require_range("experts", s.experts, 1, 1e9);
   check_group(s.ep, "ep");
   const double one_way = s.tokens * s.top_k * s.hidden * s.bytes;
+  const double row = s.hidden * s.bytes;
+  const double kept = moe_kept_rows(s).value;
   const std::string text = fmt::format("{} x {} x {} x {} B", num(s.tokens), num(s.top_k), num(s.hidden), num(s.bytes));
   return {{"moe_one_way_bytes", one_way, Unit::kBytes, "T x k x H x b", text},
           {"moe_round_trip_bytes", 2 * one_way, Unit::kBytes, "2 x T x k x H x b  (dispatch + combine)",
@@ -146,7 +164,16 @@ Estimates moe_alltoall_bytes(const MoeShape& s) {
            "2 T k H b x (ep-1)/ep  (the local share stays on the rank)",
            fmt::format("2 x {} x ({}-1)/{}", text, s.ep, s.ep)},
           {"moe_tokens_per_expert", s.tokens * s.top_k / s.experts, Unit::kCount, "T x k / E",
-           fmt::format("{} x {} / {}", num(s.tokens), num(s.top_k), num(s.experts))}};
+           fmt::format("{} x {} / {}", num(s.tokens), num(s.top_k), num(s.experts))},
+          moe_kept_rows(s),
+          {"moe_layer_forward_bytes", 2 * kept * row, Unit::kBytes, "2 x R x H x b  (dispatch + combine)",
+           fmt::format("2 x {} x {} x {} B", num(kept), num(s.hidden), num(s.bytes))},
+          {"moe_layer_backward_bytes", 2 * kept * row, Unit::kBytes,
+           "2 x R x H x b  (the combine's gradient out, the dispatch's back)",
+           fmt::format("2 x {} x {} x {} B", num(kept), num(s.hidden), num(s.bytes))},
+          {"moe_layer_train_wire_bytes", 4 * kept * row * share(s.ep), Unit::kBytes,
+           "4 x R x H x b x (ep-1)/ep  (forward + backward, off the rank)",
+           fmt::format("4 x {} x {} x {} x ({}-1)/{} B", num(kept), num(s.hidden), num(s.bytes), s.ep, s.ep)}};
 }
 
 Estimate bucket_size_rule(double gradient_bytes, int ranks) {

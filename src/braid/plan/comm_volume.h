@@ -63,6 +63,12 @@ Estimates pp_bytes(const ActivationShape& shape, int microbatches, int chunks, i
 // `ep` ranks: one way T k H b, both ways (dispatch + combine) 2 T k H b, T k / E tokens per
 // expert on average. The seed's formula counts every routed copy; with experts spread evenly
 // over ep ranks a share 1/ep stays on the rank, so the wire carries (ep-1)/ep of it.
+//
+// Per MoE layer in training (parallel/moe_dispatcher.h): the backward reverses both exchanges
+// (the combine's gradient goes to the experts, the dispatch's comes back), so forward and
+// backward each move 2 R H b, R the routed copies that are kept: T k dropless, at most
+// min(T k, E C) with a capacity factor cf (C = ceil(cf T k / E), moe_routing.h; braid sends only
+// the kept copies, where capacity-padded implementations send E C always).
 struct MoeShape {
   double tokens = 4096;
   double top_k = 2;
@@ -70,6 +76,7 @@ struct MoeShape {
   double bytes = 2;
   double experts = 8;
   int ep = 8;
+  double capacity_factor = 0;  // 0: dropless
 };
 Estimates moe_alltoall_bytes(const MoeShape& shape);
 

@@ -177,6 +177,20 @@ TEST(SeedNumbersTest, MoeAllToAll) {
   EXPECT_DOUBLE_EQ(value(moe, "moe_round_trip_bytes"), 2 * 4096.0 * 2 * 4096 * 2);
   EXPECT_DOUBLE_EQ(value(moe, "moe_round_trip_wire_bytes"), 2 * 4096.0 * 2 * 4096 * 2 * 7 / 8);
   EXPECT_DOUBLE_EQ(value(moe, "moe_tokens_per_expert"), 1024);
+  // Per layer in training: forward and backward each move 2 T k H b (dropless).
+  EXPECT_DOUBLE_EQ(value(moe, "moe_kept_rows"), 4096.0 * 2);
+  EXPECT_DOUBLE_EQ(value(moe, "moe_layer_forward_bytes"), 2 * 4096.0 * 2 * 4096 * 2);
+  EXPECT_DOUBLE_EQ(value(moe, "moe_layer_backward_bytes"), 2 * 4096.0 * 2 * 4096 * 2);
+  EXPECT_DOUBLE_EQ(value(moe, "moe_layer_train_wire_bytes"), 4 * 4096.0 * 2 * 4096 * 2 * 7 / 8);
+  // A capacity factor bounds the kept copies by E x ceil(cf T k / E): 8 x ceil(0.5 x 8192 / 8).
+  Estimates capped = moe_alltoall_bytes(
+      {.tokens = 4096, .top_k = 2, .hidden = 4096, .bytes = 2, .experts = 8, .ep = 8, .capacity_factor = 0.5});
+  EXPECT_DOUBLE_EQ(value(capped, "moe_kept_rows"), 8 * 512);
+  EXPECT_DOUBLE_EQ(value(capped, "moe_layer_forward_bytes"), 2 * 4096.0 * 4096 * 2);
+  // Above 1 the bound is T k itself: nothing can be kept that was not routed.
+  Estimates loose = moe_alltoall_bytes(
+      {.tokens = 4096, .top_k = 2, .hidden = 4096, .bytes = 2, .experts = 8, .ep = 8, .capacity_factor = 1.25});
+  EXPECT_DOUBLE_EQ(value(loose, "moe_kept_rows"), 8192);
 }
 
 // seeds/004 "量化压缩比": FP8/BF16 = 1/2, INT4/BF16 = 1/4; a BF16 scale per 128 INT4 weights adds

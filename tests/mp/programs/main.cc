@@ -35,6 +35,7 @@ int main(int argc, char** argv) {
       {"tensor-parallel-dropped", scenario_tensor_parallel_dropped}, {"tensor-parallel-mismatch", scenario_tensor_parallel_mismatch},
       {"axis-traffic", scenario_axis_traffic},
       {"fault-matrix", scenario_fault_matrix},
+      {"moe", scenario_moe}, {"moe-error", scenario_moe_error},
   };
   if (argc < 2 || !scenarios.contains(argv[1])) {
     std::fprintf(stderr, "usage: braid-test-rank SCENARIO [ARGS...]; scenarios:");

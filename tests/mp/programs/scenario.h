@@ -50,6 +50,8 @@ int scenario_tensor_parallel_dropped(Communicator& comm, const Args& args);
 int scenario_tensor_parallel_mismatch(Communicator& comm, const Args& args);
 int scenario_axis_traffic(Communicator& comm, const Args& args);
 int scenario_fault_matrix(Communicator& comm, const Args& args);
+int scenario_moe(Communicator& comm, const Args& args);
+int scenario_moe_error(Communicator& comm, const Args& args);
 
 inline double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -303,6 +303,17 @@ TEST(BraidPlanToolTest, ZeroForADerivedDefaultIsRefusedNotReadAsTheDefault) {
   EXPECT_EQ(run_tool("collective --ranks 16 --ranks-per-node 8").exit_code, 0);
 }
 
+// The MoE layer's per-layer lines, and a capacity factor bounding the kept copies.
+TEST(BraidPlanToolTest, MoeCapacityFactorBoundsTheLayerBytes) {
+  ToolResult dropless = run_tool("volume --experts 8 --tokens 4096 --ep 4 --hidden 1024");
+  EXPECT_EQ(dropless.exit_code, 0) << dropless.output;
+  EXPECT_NE(dropless.output.find("moe_layer_train_wire_bytes"), std::string::npos) << dropless.output;
+  ToolResult capped = run_tool("volume --experts 8 --tokens 4096 --ep 4 --capacity-factor 0.5 --explain");
+  EXPECT_EQ(capped.exit_code, 0) << capped.output;
+  EXPECT_NE(capped.output.find("min(4096 x 2, 8 x 512)"), std::string::npos) << capped.output;
+  expect_usage_error("volume --experts 8 --capacity-factor -1", "--capacity-factor = -1 is out of range [0, ");
+}
+
 TEST(BraidPlanToolTest, UsageErrorsExitTwoNamingWhatWasTyped) {
   expect_usage_error("volum --dp 4", "unknown subcommand 'volum' (expected one of: volume, memory,");
   expect_usage_error("", "a subcommand is required");

@@ -27,6 +27,7 @@ struct VolumeFlags {
   std::string bytes;
   int ranks = 0;
   double experts = 0, top_k = 2;
+  double capacity_factor = 0;    // 0: dropless
   std::optional<double> tokens;  // unset: micro-batch x seq; a given value must be a real count
   std::optional<int> ep;         // unset: one expert per rank (E)
 };
@@ -70,10 +71,11 @@ Report volume_report(const VolumeFlags& f) {
   }
   if (f.tokens) require_range("--tokens", *f.tokens, 1, 1e12);
   if (f.ep) require_range("--ep", *f.ep, 1, 1e6);
+  require_range("--capacity-factor", f.capacity_factor, 0, 1e6, "0 is dropless");
   if (f.experts > 0) {
     MoeShape moe{.tokens = f.tokens.value_or(static_cast<double>(l.micro_batch) * m.seq), .top_k = f.top_k,
                  .hidden = static_cast<double>(m.hidden), .bytes = o.activation_bytes, .experts = f.experts,
-                 .ep = f.ep.value_or(static_cast<int>(f.experts))};
+                 .ep = f.ep.value_or(static_cast<int>(f.experts)), .capacity_factor = f.capacity_factor};
     r.sections.push_back({fmt::format("MoE all-to-all per MoE layer: E = {}, top-{}, ep = {}", num(moe.experts),
                                       num(moe.top_k), moe.ep),
                           moe_alltoall_bytes(moe)});
@@ -253,6 +255,9 @@ Command add_volume_command(CLI::App& parent) {
   app->add_option("--top-k", f->top_k, "experts per token (k)")->capture_default_str();
   app->add_option("--tokens", f->tokens, "tokens on this rank (T; default micro-batch x seq)");
   app->add_option("--ep", f->ep, "expert-parallel ranks (default E)");
+  app->add_option("--capacity-factor", f->capacity_factor,
+                  "MoE capacity factor cf: each expert keeps at most ceil(cf T k / E) copies (0: dropless)")
+      ->capture_default_str();
   return {app, [f] { return volume_report(*f); }};
 }
 
