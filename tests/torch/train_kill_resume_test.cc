@@ -114,15 +114,15 @@ class KillResumeTest : public TrainTest {
                                  {{"LD_PRELOAD", preload}, {"BRAID_TEST_TORN_WRITE", job.torn_file},
                                   {"BRAID_TEST_TORN_WRITE_SKIP", std::to_string(torn_save - 1)}},
                                  [](const std::string& line) { return line.find("braid-test: torn write of ") != std::string::npos; });
-    expect_killed(torn, "the job torn in its save");
+    ASSERT_NO_FATAL_FAILURE(expect_killed(torn, "the job torn in its save"));
     std::printf("killed at: %s\n", torn.kill_line.c_str());
 
     // 2. Resumed from the save before the torn one, and killed in step kill_after + 1.
     KillableJobResult mid_step = run(job, plus(ckpt, {"--resume-if-present"}), {},
                                      [&](const std::string& line) { return reports_step(line, kill_after); });
-    expect_killed(mid_step, "the resumed job");
-    EXPECT_EQ(resumed_step(mid_step.output), resumed_at) << "the torn save was taken for a complete one:\n"
+    ASSERT_EQ(resumed_step(mid_step.output), resumed_at) << "the torn save was taken for a complete one:\n"
                                                          << mid_step.output;
+    ASSERT_NO_FATAL_FAILURE(expect_killed(mid_step, "the resumed job"));
     bool next_reported = mid_step.output.find(fmt::format(" step {}/{}", kill_after + 1, kSteps)) != std::string::npos;
     std::printf("killed after rank 0 reported step %d; step %d %s\n", kill_after, kill_after + 1,
                 next_reported ? "had ended too (the kill landed later)" : "never ended (the kill landed inside it)");
@@ -200,7 +200,8 @@ TEST_F(KillResumeTest, DataPipelineTensorParallelWithZero) {
 // The mesh manifest's generations, from the files up: a checkpoint in the layout before them
 // (<dir>/mesh-pp<s>-tp<t>/ and a manifest of the fingerprint alone) still resumes, bit for bit;
 // a set whose shards come from two saves (what a kill between two shards' renames left before
-// generations) is Corrupt on every rank naming both steps, never a hang nor a mixed model.
+// generations) is Corrupt on every rank naming both steps, never a hang nor a mixed model; a
+// checkpoint of the run's last step resumes into its final parameters.
 TEST_F(KillResumeTest, MeshShardsOfOneSaveResumeAndShardsOfTwoSavesAreRefused) {
   std::vector<std::string> common = {"--model", "gpt", "--context", "16", "--optimizer", "adam", "--batch", "8",
                                      "--train-samples", "48", "--tp", "2", "--dropout", "0.1", "--checkpoint-every", "2"};
@@ -234,6 +235,14 @@ TEST_F(KillResumeTest, MeshShardsOfOneSaveResumeAndShardsOfTwoSavesAreRefused) {
   EXPECT_EQ(mixed.count("braid::Corrupt"), 2) << mixed.output;
   for (const std::string& line : mixed.lines_with("braid::Corrupt")) std::printf("%s\n", line.c_str());
   EXPECT_EQ(mixed.count("are not one save's: world rank 0's is at step 2, rank 1's at step 4"), 2) << mixed.output;
+
+  // Resumed from the save of its last step, a run trains nothing and reports the parameters it
+  // loaded (what a kill after the last save and before the end resumes into).
+  LaunchResult done = train(2, plus(common, {"--steps", "4", "--checkpoint-dir", path("late"), "--resume", "--json",
+                                              path("done.json")}));
+  expect_success(done);
+  EXPECT_EQ(resumed_step(done.output), 4) << done.output;
+  EXPECT_EQ(digest("done.json"), digest("late.json"));
 }
 
 }  // namespace
