@@ -79,10 +79,18 @@ class KillResumeTest : public TrainTest {
                              .kill_when = std::move(kill_when), .timeout_seconds = 120});
   }
 
-  void expect_killed(const KillableJobResult& r, const std::string& what) {
+  // A job with a stopped rank cannot end by itself; one killed from its progress lines could, in
+  // principle, on a machine so loaded that the rest of the run outpaced the kill: that is said,
+  // not failed (the timing must not decide), and the resume then starts at the end.
+  void expect_killed(const KillableJobResult& r, const std::string& what, bool can_end_first = false) {
     ASSERT_TRUE(r.killed) << what << " was not killed:\n" << r.output;
+    bool ended = r.output.find("optimizer steps; final parameters") != std::string::npos;
+    if (can_end_first && (ended || r.ranks_killed == 0)) {
+      std::printf("%s had ended before the kill landed\n", what.c_str());
+      return;
+    }
     EXPECT_GE(r.ranks_killed, 1) << r.output;
-    EXPECT_EQ(r.output.find("optimizer steps; final parameters"), std::string::npos) << what << " finished:\n" << r.output;
+    EXPECT_FALSE(ended) << what << " finished:\n" << r.output;
     // The ranks unlink their segments once set up: a job killed while training leaves none.
     ASSERT_FALSE(r.job_id.empty()) << r.output;
     EXPECT_TRUE(shm_leftovers(r.job_id).empty()) << what;
@@ -122,7 +130,7 @@ class KillResumeTest : public TrainTest {
                                      [&](const std::string& line) { return reports_step(line, kill_after); });
     ASSERT_EQ(resumed_step(mid_step.output), resumed_at) << "the torn save was taken for a complete one:\n"
                                                          << mid_step.output;
-    ASSERT_NO_FATAL_FAILURE(expect_killed(mid_step, "the resumed job"));
+    ASSERT_NO_FATAL_FAILURE(expect_killed(mid_step, "the resumed job", /*can_end_first=*/true));
     bool next_reported = mid_step.output.find(fmt::format(" step {}/{}", kill_after + 1, kSteps)) != std::string::npos;
     std::printf("killed after rank 0 reported step %d; step %d %s\n", kill_after, kill_after + 1,
                 next_reported ? "had ended too (the kill landed later)" : "never ended (the kill landed inside it)");
