@@ -137,6 +137,20 @@ std::string encode_archive(DistributedDataParallel& ddp, ::torch::optim::Optimiz
 
 std::string checkpoint_path(const std::string& dir) { return (std::filesystem::path(dir) / "checkpoint.pt").string(); }
 
+namespace {
+
+// After a save: the temporary files of saves killed mid-write (write_file_atomically's
+// "checkpoint.pt.tmp.<pid>"; this save's own was renamed), each as large as a checkpoint and
+// otherwise never reclaimed. Best effort: a leftover is harmless, the load never reads one.
+void remove_killed_writes(const std::string& dir) {
+  std::error_code error;
+  for (const std::filesystem::directory_entry& e : std::filesystem::directory_iterator(dir, error)) {
+    if (e.path().filename().string().starts_with("checkpoint.pt.tmp.")) std::filesystem::remove(e.path(), error);
+  }
+}
+
+}  // namespace
+
 void save_checkpoint(Communicator& comm, const std::string& dir, DistributedDataParallel& ddp,
                      ::torch::optim::Optimizer& optimizer, const RunState& state, const std::string& fingerprint) {
   GradSyncSnapshot snapshot = ddp.grad_sync().snapshot();
@@ -147,6 +161,7 @@ void save_checkpoint(Communicator& comm, const std::string& dir, DistributedData
       std::filesystem::create_directories(dir);
       write_file_atomically(checkpoint_path(dir),
                             encode_archive(ddp, optimizer, state, fingerprint, snapshot, states));
+      remove_killed_writes(dir);
     } catch (const c10::Error& e) {
       failure = e.what_without_backtrace();
     } catch (const std::exception& e) {

@@ -46,12 +46,16 @@ std::int64_t next_generation(Communicator& comm, const std::string& dir) {
   return next;
 }
 
-// After the commit: every ZeRO file of another generation (older checkpoints, crashed saves).
+// After the commit: every ZeRO file of another generation (older checkpoints, crashed saves),
+// and the temporary manifests of saves killed while writing theirs.
 void remove_other_generations(const std::string& dir, std::int64_t keep) {
   std::error_code error;
+  std::string killed_manifest = fs::path(zero_manifest_path(dir)).filename().string() + ".tmp.";
   for (const fs::directory_entry& entry : fs::directory_iterator(dir, error)) {
-    std::int64_t g = generation_of(entry.path().filename().string());
-    if (g >= 0 && g != keep) fs::remove(entry.path(), error);  // best effort: a leftover is harmless
+    std::string name = entry.path().filename().string();
+    std::int64_t g = generation_of(name);
+    bool stale = (g >= 0 && g != keep) || name.starts_with(killed_manifest);
+    if (stale) fs::remove(entry.path(), error);  // best effort: a leftover is harmless
   }
 }
 

@@ -1,20 +1,28 @@
-// Checkpoints of a mesh run (mesh_trainer.h): one shard per (stage, TP rank) in
-// <dir>/mesh-pp<s>-tp<t>/, each written by its data-parallel group exactly as a data-parallel
-// checkpoint (torch/checkpoint.h: parameters, buffers, optimizer state, residuals, a CRC32C per
-// tensor), then <dir>/mesh.txt, the run's fingerprint, written by world rank 0 once every shard
-// is on disk: a manifest always names a complete set. With --zero 1 (a ZeroOptimizer over the
+// Checkpoints of a mesh run (mesh_trainer.h): one shard per (stage, TP rank), each written by
+// its data-parallel group exactly as a data-parallel checkpoint (torch/checkpoint.h: parameters,
+// buffers, optimizer state, residuals, a CRC32C per tensor), then <dir>/mesh.txt, the manifest,
+// written by world rank 0 once every shard is on disk. With --zero 1 (a ZeroOptimizer over the
 // group's DDP) each shard is the group's sharded ZeRO checkpoint instead (torch/zero_checkpoint.h:
 // a file per data-parallel rank and a manifest per shard directory). An fp16 run's loss scale
 // (the same on every rank) is saved in every shard and restored from the rank's own.
 //
+// Why generations: the shards are separate files written by separate ranks, so a save killed
+// half-way leaves some shards new and others old. Every save therefore writes a new set,
+// <dir>/mesh-<g>/pp<s>-tp<t>/, and only the manifest's rename (its lines: the fingerprint, then
+// "generation <g>") makes set g the checkpoint; the older sets are removed after it. A manifest
+// without a generation line is the layout before generations, <dir>/mesh-pp<s>-tp<t>/, and is
+// still read.
+//
 // Loading reads the manifest on every rank (the same file, so every rank decides alike): none
 // means no checkpoint; another fingerprint (a different --tp, --pp, world, model size...) is
 // InvalidArgument on every rank naming both; then each group loads its shard, and a shard that
-// is missing or damaged is refused on every rank (rethrow_first_failure), never a hang.
+// is missing or damaged is refused on every rank (rethrow_first_failure), never a hang; shards
+// at different training positions (a set that is not one save's) are Corrupt on every rank.
 #pragma once
 
 #include <torch/torch.h>
 
+#include <cstdint>
 #include <optional>
 #include <string>
 
@@ -38,7 +46,8 @@ struct MeshCheckpoint {
   parallel::DynamicLossScaler* scaler = nullptr;  // --precision fp16
 
   std::string manifest_path() const;
-  std::string shard_dir() const;
+  // This rank's shard of set `generation` (0: the layout before generations).
+  std::string shard_dir(std::int64_t generation) const;
 };
 
 // Collective over the world.

@@ -452,6 +452,9 @@ RunSummary MeshTrainer::run() {
                          .optimizer_state = state.optimizer_state};
   std::optional<torch::FullyShardedModule::FullParameters> whole;  // stage 3: the digest and export see this stage
   if (sharded_) whole.emplace(*sharded_);
+  // A run resumed from the checkpoint of its last step trains no epoch, which is where the
+  // stages fill full_: without this its digest and export were the initial model's.
+  if (summary.epochs.empty()) share_model();
   finish_run(world_, config_, summary, *full_, data_->classification());
   return summary;
 }
