@@ -86,10 +86,16 @@ void ProcessGroupBraid::allreduce_uncompressed(float* base, const std::vector<Ho
                                                compress::CompressionState& state) {
   if (which.empty()) return;
   const compress::CompressedAllreduceOptions options{.codec = {}, .name = "uncompressed pieces", .average = true};
-  if (which.size() == 1) {
-    const HookPiece& p = pieces[which[0]];
-    compress::compressed_allreduce(comm_, std::span<float>(base + p.offset, static_cast<std::size_t>(p.count)), state,
-                                   options);
+  // Side by side in the bucket (one piece; all of them during the warm-up): in place.
+  bool adjacent = true;
+  for (std::size_t k = 1; k < which.size(); ++k) {
+    adjacent = adjacent && pieces[which[k]].offset == pieces[which[k - 1]].offset + pieces[which[k - 1]].count;
+  }
+  if (adjacent) {
+    const HookPiece& first = pieces[which.front()];
+    const HookPiece& last = pieces[which.back()];
+    const auto count = static_cast<std::size_t>(last.offset + last.count - first.offset);
+    compress::compressed_allreduce(comm_, std::span<float>(base + first.offset, count), state, options);
     return;
   }
   std::size_t total = 0;
