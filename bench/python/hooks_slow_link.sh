@@ -14,7 +14,7 @@ cd "$(dirname "$0")/../.."
 build=${BUILD_DIR:-build}
 rate=1gbit
 if [ "${1:-}" = "--rate" ]; then rate=$2; shift 2; fi
-case "${1:-}" in -h|--help) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
+case "${1:-}" in -h|--help) sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
 if [ "$(id -u)" -ne 0 ] || ! command -v ip >/dev/null || ! command -v tc >/dev/null; then
   echo "hooks_slow_link: skipped (needs root, ip and tc to build network namespaces)"
   exit 0
