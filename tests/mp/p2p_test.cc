@@ -22,6 +22,9 @@ TEST_P(CommunicatorTest, AllPairsExchangeVerifiedMessages) {
 
 TEST_P(CommunicatorTest, InterleavedTagsMatchOutOfOrder) { expect_pass(run("tags"), "tags"); }
 
+// Any-source receives: every sender reported once with its bytes, MPI's order kept (p2p_scenarios.cc).
+TEST_P(CommunicatorTest, AnySourceReceivesReportTheirSenders) { expect_pass(run("any-source"), "any-source"); }
+
 TEST_P(CommunicatorTest, BarrierHoldsEveryRankUntilTheLastArrives) { expect_pass(run("barrier"), "barrier"); }
 
 TEST_P(CommunicatorTest, SplitFormsIndependentGroups) { expect_pass(run("split"), "split"); }

@@ -4,6 +4,9 @@
                            the message names the rank, the op and the differing byte counts
     failures.py timeout    init_process_group(timeout=3 s); rank 1 is late for an all_reduce:
                            rank 0 raises braid's Timeout (the group's timeout honoured)
+    failures.py any_source_lost  (3 ranks) rank 0 receives from any source; rank 1 is killed,
+                           and rank 0 still receives rank 2's messages (one sender gone is no
+                           error); then rank 2 is killed too: rank 0 raises PeerLost
     failures.py peer_lost  rank 1 is killed (SIGKILL) mid-training; every survivor raises
                            PeerLost (not a Timeout: the default 30-minute timeout stays set)
 
@@ -71,4 +74,44 @@ def peer_lost():
     raise AssertionError(f"rank {rank}: 1000 all_reduces without rank 1 and no error")
 
 
-{"mismatch": mismatch, "timeout": timeout, "peer_lost": peer_lost}[mode]()
+def wait_until_gone(pid):
+    """Until `pid` has exited (a zombie counts: the launcher may reap it later)."""
+    while True:
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                if f.read().rsplit(")", 1)[1].split()[0] == "Z":
+                    return
+        except FileNotFoundError:
+            return
+        time.sleep(0.01)
+
+
+def any_source_lost():
+    rank, size, gloo = start()
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # raise by ourselves, not die of the launcher
+    pids = [None] * size
+    dist.all_gather_object(pids, os.getpid(), group=gloo)
+    t = torch.zeros(4)
+    if rank == 1:
+        os.kill(os.getpid(), signal.SIGKILL)
+    if rank == 2:
+        wait_until_gone(pids[1])
+        for i in range(2):
+            dist.send(torch.full((4,), float(i)), 0)
+        # At once: a send completes once its bytes are in rank 0's ring or socket, which rank 0
+        # still reads after this process is gone.
+        os.kill(os.getpid(), signal.SIGKILL)
+    for i in range(2):
+        source = dist.recv(t)
+        assert source == 2 and t[0].item() == i, (source, t)
+    print(f"rank {rank}: received 2 after rank 1 was lost", flush=True)
+    try:
+        dist.recv(t)
+    except RuntimeError as e:
+        raised(rank, e)
+        assert "PeerLost" in str(e), e
+        sys.exit(3)
+    raise AssertionError("a receive from any source with every sender gone did not raise")
+
+
+{"mismatch": mismatch, "timeout": timeout, "peer_lost": peer_lost, "any_source_lost": any_source_lost}[mode]()

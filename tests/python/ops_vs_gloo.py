@@ -223,6 +223,59 @@ def check_send_recv():
         assert_same(got.contiguous(), any_input((17,), dtype, prev), f"isend/irecv {dtype}")
 
 
+def recv_from_any(backend_group, root, senders, what, strided=False):
+    """`root` receives one tensor from each of `senders` (global ranks) without naming the
+    sender, and then a second one from the first of them; the others send. Returns, on the
+    root, the senders dist.recv reported, sorted (arrival order is the ranks' race). `strided`:
+    receive into a non-contiguous view (braid stages it; gloo refuses one)."""
+    if rank in senders:
+        dist.send(any_input((9,), torch.int64, rank, salt=1), root, group=backend_group, tag=3)
+        if rank == senders[0]:
+            dist.send(any_input((9,), torch.int64, rank, salt=2), root, group=backend_group, tag=3)
+    if rank != root:
+        return None
+    got = []
+    for _ in range(len(senders) + 1):
+        t = torch.empty((9, 2), dtype=torch.int64)[:, 1] if strided else torch.empty(9, dtype=torch.int64)
+        source = dist.recv(t, group=backend_group, tag=3)
+        got.append((source, t.contiguous()))
+    seen = sorted(source for source, _ in got)
+    assert seen == sorted(senders + [senders[0]]), f"{what}: senders reported {seen}, want {sorted(senders)} and {senders[0]} twice"
+    firsts = {}
+    for source, t in got:  # one sender's messages arrive in the order it sent them
+        salt = 2 if source in firsts else 1
+        firsts[source] = True
+        assert_same(t, any_input((9,), torch.int64, source, salt=salt), f"{what}: message {salt} from {source}")
+    return seen
+
+
+def check_recv_anysource():
+    """dist.recv without src (c10d's recvAnysource) on braid reports the same senders with the
+    same tensors as on gloo: every other rank sends to the root, in the whole world and in a
+    subgroup of the odd ranks (whose group-local ranks c10d maps back to global ones)."""
+    if size == 1:
+        return
+    others = [r for r in range(size) if r != 0]
+    want = recv_from_any(gloo, 0, others, "gloo recv from any source")
+    got = recv_from_any(None, 0, others, "braid recv from any source", strided=True)
+    assert got == want, f"braid reported senders {got}, gloo {want}"
+    odd = [r for r in range(size) if r % 2 == 1]
+    ours, theirs = dist.new_group(odd, backend="braid"), dist.new_group(odd, backend="gloo")
+    if len(odd) > 1 and rank in odd:
+        want = recv_from_any(theirs, odd[0], odd[1:], "gloo subgroup recv from any source")
+        got = recv_from_any(ours, odd[0], odd[1:], "braid subgroup recv from any source", strided=True)
+        assert got == want, f"braid subgroup reported senders {got}, gloo {want}"
+    # isend/irecv without src: the Work names the sender once waited for.
+    if rank == 0:
+        t = torch.empty(9, dtype=torch.int64)
+        work = dist.irecv(t, tag=4)
+        work.wait()
+        assert work._source_rank() == size - 1, work._source_rank()
+        assert_same(t, any_input((9,), torch.int64, size - 1), "irecv from any source")
+    elif rank == size - 1:
+        dist.isend(any_input((9,), torch.int64, rank), 0, tag=4).wait()
+
+
 def check_async_futures():
     """Many ops in flight at once, collected through their futures, in reverse order."""
     xs = [exact_input((64,), torch.float32, rank, salt=i) for i in range(8)]
@@ -271,7 +324,6 @@ def check_refusals():
     refused(lambda: dist.all_reduce(t, op=dist.ReduceOp.BAND), ["bitwise", f"rank {rank}", "allreduce"])
     refused(lambda: dist.all_reduce(torch.ones(4, dtype=torch.bool)), ["cannot reduce", "Bool", "allreduce"])
     refused(lambda: dist.all_reduce(torch.ones(4, dtype=torch.int8)), ["cannot reduce", "Char"])
-    refused(lambda: dist.recv(t), ["any source"])
     refused(lambda: dist.broadcast(t, src=size), ["group"])  # torch's own check or braid's
     dist.all_reduce(t)  # the group still works after refusals
     assert_same(t, torch.full((4,), size, dtype=torch.int32), "all_reduce after refusals")
@@ -279,7 +331,7 @@ def check_refusals():
 
 for check in (check_allreduce, check_float_tolerance, check_non_contiguous, check_broadcast, check_allgather,
               check_allreduce_coalesced, check_reduce, check_gather_scatter, check_reduce_scatter, check_alltoall,
-              check_send_recv, check_async_futures, check_subgroups, check_refusals):
+              check_send_recv, check_recv_anysource, check_async_futures, check_subgroups, check_refusals):
     check()
     dist.barrier()
 # torch 1.13's dist.monitored_barrier() refuses every backend but gloo before asking it; the

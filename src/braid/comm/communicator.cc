@@ -156,6 +156,24 @@ Work Communicator::irecv(void* data, std::int64_t count, DType dtype, int peer, 
   return post(false, data, key, envelope, peer);
 }
 
+AnySourceRecv Communicator::irecv_any_source(void* data, std::int64_t count, DType dtype, int tag) {
+  std::uint64_t bytes = checked_bytes(data, count, dtype, rank_, tag, "recv");
+  auto request = std::make_shared<Request>();
+  request->kind = Request::Kind::kRecv;
+  request->peer = kAnySource;
+  request->key = MatchKey{.comm_id = id_, .channel = Channel::kUser, .tag = static_cast<std::uint32_t>(tag)};
+  request->envelope = Envelope{.op = OpKind::kSendRecv, .seq = kAnySeq, .dtype = dtype, .bytes = bytes};
+  request->data = static_cast<std::byte*>(data);
+  world_->fabric->post_any_source(request, members_);
+  return AnySourceRecv(Work(world_->fabric, request), request, members_);
+}
+
+int AnySourceRecv::source() const {
+  if (!request_->complete.load(std::memory_order_acquire) || request_->error) return -1;
+  auto it = std::find(members_.begin(), members_.end(), request_->peer);
+  return it == members_.end() ? -1 : static_cast<int>(it - members_.begin());
+}
+
 void Communicator::send(const void* data, std::int64_t count, DType dtype, int peer, int tag) {
   isend(data, count, dtype, peer, tag).wait();
 }

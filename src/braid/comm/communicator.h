@@ -52,6 +52,23 @@ namespace detail {
 class CollectiveAccess;
 }
 
+// What Communicator::irecv_any_source returns: the receive, and who sent what it received.
+class AnySourceRecv {
+ public:
+  AnySourceRecv(Work work, std::shared_ptr<const Request> request, std::vector<int> members)
+      : work_(std::move(work)), request_(std::move(request)), members_(std::move(members)) {}
+
+  Work& work() { return work_; }
+  // The sender's rank in the communicator once the receive has completed successfully; -1
+  // before (and after a failure).
+  int source() const;
+
+ private:
+  Work work_;
+  std::shared_ptr<const Request> request_;
+  std::vector<int> members_;  // communicator rank -> world rank, to translate the sender
+};
+
 class Communicator {
  public:
   // split() with this color leaves the calling rank out (MPI_UNDEFINED).
@@ -88,6 +105,12 @@ class Communicator {
   void recv(void* data, std::int64_t count, DType dtype, int peer, int tag = 0);
   Work isend(const void* data, std::int64_t count, DType dtype, int peer, int tag = 0);
   Work irecv(void* data, std::int64_t count, DType dtype, int peer, int tag = 0);
+
+  // A receive from whichever rank of this communicator (this one included) sends a message
+  // with `tag` first; among one sender's messages and receives the usual order holds. The
+  // count and dtype must agree with that message (Mismatch otherwise). PeerLost only once
+  // every other rank is gone. MPI_Irecv with MPI_ANY_SOURCE.
+  AnySourceRecv irecv_any_source(void* data, std::int64_t count, DType dtype, int tag = 0);
 
   // Returns once every rank has entered it (dissemination barrier, ceil(log2 n) rounds).
   void barrier();

@@ -19,6 +19,14 @@
 
 namespace braid::compress {
 
+namespace {
+
+void subtract_result(std::span<float> residual, std::span<const float> result) {
+  for (std::size_t i = 0; i < residual.size(); ++i) residual[i] -= result[i];
+}
+
+}  // namespace
+
 void allreduce_powersgd(const CompressedCall& call) {
   const Shape shape = call.options.shape;
   if (!shape.is_matrix()) return allreduce_dense(call);
@@ -47,8 +55,10 @@ void allreduce_powersgd(const CompressedCall& call) {
   multiply_transposed(mv, pv, qv);
   allreduce(call.comm, q.data(), q.data(), static_cast<std::int64_t>(q.size()), DType::kF32,
             call.options.average ? ReduceOp::kAvg : ReduceOp::kSum);
-  if (call.error_feedback) apply_low_rank(pv, qv, MatrixView{m.data(), shape.rows, shape.cols}, Combine::kSubtract);
   apply_low_rank(pv, qv, MatrixView{call.data.data(), shape.rows, shape.cols}, Combine::kOverwrite);
+  // residual = M - P Q^T from the product just written: the same bits as a second
+  // apply_low_rank(kSubtract), for one subtraction per element instead of r multiply-adds.
+  if (call.error_feedback) subtract_result(m, call.data);
 
   const std::uint64_t factor_bytes = (p.size() + q.size()) * sizeof(float);
   call.stats.payload_bytes = factor_bytes;

@@ -84,7 +84,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupBraid::send(std::vector<at::Tensor>& 
   Staged staged(only_tensor(tensors, ctx), Staged::Direction::kInput);
   const Buffer b = byte_buffer(staged.work());
   braid::Work transfer = comm_.isend(b.data, b.count, b.dtype, dst_rank, tag);
-  return c10::make_intrusive<PointToPointWork>(rank_, c10d::OpType::SEND, std::move(transfer), std::move(staged), -1);
+  return c10::make_intrusive<PointToPointWork>(rank_, c10d::OpType::SEND, std::move(transfer), std::move(staged),
+                                               [] { return -1; });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupBraid::recv(std::vector<at::Tensor>& tensors, int src_rank, int tag) {
@@ -93,12 +94,19 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupBraid::recv(std::vector<at::Tensor>& 
   const Buffer b = byte_buffer(staged.work());
   braid::Work transfer = comm_.irecv(b.data, b.count, b.dtype, src_rank, tag);
   return c10::make_intrusive<PointToPointWork>(rank_, c10d::OpType::RECV, std::move(transfer), std::move(staged),
-                                               src_rank);
+                                               [src_rank] { return src_rank; });
 }
 
-// braid matches a receive by (peer, tag) and has no wildcard source (transport/matcher.h).
-c10::intrusive_ptr<c10d::Work> ProcessGroupBraid::recvAnysource(std::vector<at::Tensor>& /*tensors*/, int /*tag*/) {
-  throw InvalidArgument(context("recv"), "braid cannot receive from any source: name the sender (dist.recv(t, src=r))");
+// c10d asks the Work who sent it (work._source_rank(), what dist.recv(t) returns): braid's
+// any-source receive knows once it has completed, as a rank of this group.
+c10::intrusive_ptr<c10d::Work> ProcessGroupBraid::recvAnysource(std::vector<at::Tensor>& tensors, int tag) {
+  const ErrorContext ctx = context("recv");
+  Staged staged(only_tensor(tensors, ctx));
+  const Buffer b = byte_buffer(staged.work());
+  AnySourceRecv receive = comm_.irecv_any_source(b.data, b.count, b.dtype, tag);
+  braid::Work transfer = receive.work();
+  return c10::make_intrusive<PointToPointWork>(rank_, c10d::OpType::RECVANYSOURCE, std::move(transfer),
+                                               std::move(staged), [receive] { return receive.source(); });
 }
 
 }  // namespace braid::python

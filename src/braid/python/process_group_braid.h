@@ -95,6 +95,9 @@ class ProcessGroupBraid final : public c10d::ProcessGroup {
   c10::intrusive_ptr<c10d::Work> enqueue(c10d::OpType type, const char* op, std::vector<at::Tensor> outputs,
                                          std::function<void()> body);
   ErrorContext context(const char* op) const { return {.rank = rank_, .op = op}; }
+  // On the worker: averages the pieces `which` of a hook's bucket in one allreduce (compression_hook.cc).
+  void allreduce_uncompressed(float* base, const std::vector<HookPiece>& pieces, const std::vector<std::size_t>& which,
+                              compress::CompressionState& state);
   // InvalidArgument unless 0 <= root < size.
   int checked_root(std::int64_t root, const ErrorContext& ctx) const;
   // The single tensor of a one-tensor-per-process list (c10d's CPU convention), checked.

@@ -23,11 +23,12 @@ void QueuedWork::complete(std::exception_ptr error) {
   }
 }
 
-PointToPointWork::PointToPointWork(int rank, c10d::OpType type, braid::Work transfer, Staged staged, int source_rank)
+PointToPointWork::PointToPointWork(int rank, c10d::OpType type, braid::Work transfer, Staged staged,
+                                   std::function<int()> source)
     : c10d::Work(rank, type),
       transfer_(std::move(transfer)),
       staged_(std::move(staged)),
-      source_rank_(source_rank),
+      source_(std::move(source)),
       future_(make_tensor_list_future()) {}
 
 void PointToPointWork::settle(std::exception_ptr error) {

@@ -19,6 +19,7 @@
 #pragma once
 
 #include <exception>
+#include <functional>
 #include <mutex>
 #include <vector>
 
@@ -51,12 +52,14 @@ class QueuedWork final : public c10d::Work {
 
 class PointToPointWork final : public c10d::Work {
  public:
-  // `staged` is the tensor braid sends from or receives into (its work() buffer in flight).
-  PointToPointWork(int rank, c10d::OpType type, braid::Work transfer, Staged staged, int source_rank);
+  // `staged` is the tensor braid sends from or receives into (its work() buffer in flight);
+  // `source` says who sent what a receive got (known once it has completed, for an
+  // any-source receive), -1 for a send.
+  PointToPointWork(int rank, c10d::OpType type, braid::Work transfer, Staged staged, std::function<int()> source);
 
   bool isCompleted() override;
   bool wait(std::chrono::milliseconds timeout) override;
-  int sourceRank() const override { return source_rank_; }
+  int sourceRank() const override { return source_(); }
   std::vector<at::Tensor> result() override { return {staged_.work()}; }
   c10::intrusive_ptr<c10::ivalue::Future> getFuture() override { return future_; }
 
@@ -67,7 +70,7 @@ class PointToPointWork final : public c10d::Work {
   std::once_flag settled_;
   braid::Work transfer_;
   Staged staged_;
-  int source_rank_;
+  std::function<int()> source_;
   c10::intrusive_ptr<c10::ivalue::Future> future_;
 };
 

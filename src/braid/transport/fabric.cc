@@ -79,6 +79,45 @@ void Fabric::apply_armed_fault_locked(Request& send) {
   }
 }
 
+void Fabric::post_any_source(const RequestPtr& request, std::span<const int> senders) {
+  MutexLock lock(mu_);
+  if (poison_) std::rethrow_exception(poison_);
+  try {
+    for (int sender : senders) {
+      route(sender).post_any_source_recv(request, sender);
+      if (request->peer != kAnySource) break;  // matched a buffered message: offered to no one else
+    }
+    std::erase_if(any_source_, [](const AnySourceRecv& r) { return r.request->complete.load(std::memory_order_acquire); });
+    if (request->peer == kAnySource) any_source_.push_back({request, std::vector<int>(senders.begin(), senders.end())});
+    progress_locked();
+  } catch (const Error&) {
+    poison_and_throw_locked(std::current_exception());
+  }
+}
+
+void Fabric::check_any_source_locked() {
+  if (any_source_.empty()) return;
+  progress_locked();  // what a sender wrote before it exited is still to be read
+  for (const AnySourceRecv& recv : any_source_) {
+    const Request& r = *recv.request;
+    if (r.peer != kAnySource || r.complete.load(std::memory_order_acquire)) continue;
+    // This rank counts for nothing: it is waiting here, and another thread sending to itself
+    // would have completed the receive at once (loopback).
+    std::string reasons;
+    int last_lost = -1;
+    for (int sender : recv.senders) {
+      if (sender == rank_) continue;
+      std::string reason = route(sender).lost_reason(sender);
+      if (reason.empty()) return;  // someone can still send it
+      reasons += (reasons.empty() ? "" : "; ") + reason;
+      last_lost = sender;
+    }
+    if (last_lost < 0) continue;  // no other rank to wait for (a world of one): the timeout bounds it
+    throw PeerLost({.rank = rank_, .peer = last_lost, .op = "recv", .seq = r.envelope.seq},
+                   fmt::format("every other rank an any-source receive could come from is gone ({})", reasons));
+  }
+}
+
 bool Fabric::progress_locked() {
   bool moved = false;
   for (auto& t : transports_) moved |= t->progress();
@@ -195,6 +234,7 @@ void Fabric::wait(const RequestPtr& request, Deadline deadline) {
       MutexLock lock(mu_);
       try {
         check_peers_locked();
+        check_any_source_locked();
       } catch (const Error&) {
         poison_and_throw_locked(std::current_exception());
       }
@@ -231,11 +271,12 @@ void Fabric::throw_timeout(const Request& request, double waited_seconds) {
   MutexLock lock(mu_);
   ErrorContext ctx{.rank = rank_, .peer = request.peer, .op = std::string(op_kind_name(request.envelope.op)),
                    .seq = request.envelope.seq};
+  std::string whom = request.peer == kAnySource ? "any rank" : fmt::format("rank {}", request.peer);
   std::string what = fmt::format(
-      "timed out after {:.1f} s waiting to {} {} {} rank {} ({}/{} bytes moved); the peer may be stuck, or the ranks "
+      "timed out after {:.1f} s waiting to {} {} {} {} ({}/{} bytes moved); the peer may be stuck, or the ranks "
       "called different operations (BRAID_TIMEOUT sets the limit)",
       waited_seconds, request.is_send() ? "send" : "receive", describe(request.envelope),
-      request.is_send() ? "to" : "from", request.peer, request.transferred, request.envelope.bytes);
+      request.is_send() ? "to" : "from", whom, request.transferred, request.envelope.bytes);
   poison_and_throw_locked(std::make_exception_ptr(Timeout(ctx, what)));
 }
 

@@ -50,6 +50,11 @@ class Fabric {
 
   // Starts a transfer. REQUIRES: request->peer in [0, world_size). Throws if poisoned.
   void post(const RequestPtr& request);
+  // Starts an any-source receive (request->peer == kAnySource): it takes the first message
+  // with its key that any rank of `senders` (world ranks, this one allowed) sends, in each
+  // sender's order among the receives posted for it (matcher.h); then request->peer is the
+  // sender. It fails with PeerLost only once every one of `senders` but this rank has gone, not when one has.
+  void post_any_source(const RequestPtr& request, std::span<const int> senders);
   // Drives progress until `request` completes; rethrows its error. Throws Timeout at `deadline`.
   void wait(const RequestPtr& request, Deadline deadline);
   // One progress pass; true if `request` has completed (rethrows its error if it failed).
@@ -95,6 +100,8 @@ class Fabric {
   Transport& route(int peer) BRAID_REQUIRES(mu_);  // every transport call but sleep() is made under mu_
   bool progress_locked() BRAID_REQUIRES(mu_);
   void check_peers_locked() BRAID_REQUIRES(mu_);
+  // PeerLost for an any-source receive that every sender it was offered to has left waiting.
+  void check_any_source_locked() BRAID_REQUIRES(mu_);
   void sleep_until_activity(const RequestPtr& request, Seconds max_wait);
   [[noreturn]] void poison_and_throw_locked(std::exception_ptr error) BRAID_REQUIRES(mu_);
   void notify_peers_locked(const Error& error) BRAID_REQUIRES(mu_);
@@ -115,6 +122,11 @@ class Fabric {
   bool shut_down_ BRAID_GUARDED_BY(mu_) = false;
   FaultInjector injector_;
   ArmedFault armed_fault_ BRAID_GUARDED_BY(mu_) = ArmedFault::kNone;
+  struct AnySourceRecv {
+    RequestPtr request;
+    std::vector<int> senders;
+  };
+  std::vector<AnySourceRecv> any_source_ BRAID_GUARDED_BY(mu_);  // posted, maybe completed since
   std::atomic<std::uint64_t> bytes_sent_{0};  // relaxed: a statistic, ordered by nothing
 };
 

@@ -14,6 +14,7 @@ class LoopbackTransport final : public Transport {
   std::string_view name() const override { return "self"; }
   void post_send(const RequestPtr& send) override;
   void post_recv(const RequestPtr& recv) override { matcher_.post_recv(recv); }
+  void post_any_source_recv(const RequestPtr& recv, int /*peer*/) override { matcher_.post_recv(recv); }
   bool progress() override { return false; }
   void check_peers() override {}
   void arm_wakeup(WakeupArm&) override {}

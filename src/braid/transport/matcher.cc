@@ -28,14 +28,32 @@ std::uint64_t Matcher::host_memory_bytes() {
   return bytes;
 }
 
+bool Matcher::has_posted_recvs() const {
+  if (any_source_posted_ == 0) return !posted_.empty();
+  return std::any_of(posted_.begin(), posted_.end(), [&](const RequestPtr& r) { return r->peer == peer_; });
+}
+
+void Matcher::claim(Request& recv) { recv.peer = peer_; }
+
+void Matcher::drop_claimed() {
+  if (any_source_posted_ == 0) return;
+  // An any-source receive that is still here with another peer's rank was matched there.
+  std::erase_if(posted_, [&](const RequestPtr& r) { return !accepts(*r); });
+  any_source_posted_ = static_cast<std::size_t>(
+      std::count_if(posted_.begin(), posted_.end(), [](const RequestPtr& r) { return r->peer == kAnySource; }));
+}
+
 void Matcher::post_recv(const RequestPtr& recv) {
+  drop_claimed();
   auto it = std::find_if(unexpected_.begin(), unexpected_.end(),
                          [&](const auto& m) { return m->key == recv->key && !m->waiting_recv; });
   if (it == unexpected_.end()) {
+    if (recv->peer == kAnySource) ++any_source_posted_;
     posted_.push_back(recv);
     return;
   }
   check_envelope(*recv, (*it)->envelope);
+  claim(*recv);
   if (!(*it)->complete) {
     (*it)->waiting_recv = recv;  // finish_message delivers it
     return;
@@ -49,11 +67,14 @@ IncomingMessage Matcher::begin_message(const WireHeader& header) {
   Envelope envelope = envelope_of(header);
   IncomingMessage message;
   message.bytes = envelope.bytes;
+  drop_claimed();
   auto it = std::find_if(posted_.begin(), posted_.end(), [&](const RequestPtr& r) { return r->key == key; });
   if (it != posted_.end()) {
     check_envelope(**it, envelope);
     message.recv = *it;
     message.dst = message.recv->data;
+    if (message.recv->peer == kAnySource) --any_source_posted_;
+    claim(*message.recv);
     posted_.erase(it);
     return message;
   }
@@ -84,8 +105,12 @@ void Matcher::finish_message(IncomingMessage& message) {
 }
 
 void Matcher::fail_all(const std::exception_ptr& error) {
-  for (auto& recv : posted_) recv->fail(error);
+  // An any-source receive another matcher claimed is that matcher's to fail.
+  for (auto& recv : posted_) {
+    if (accepts(*recv) && !recv->complete.load(std::memory_order_acquire)) recv->fail(error);
+  }
   posted_.clear();
+  any_source_posted_ = 0;
   for (auto& buffered : unexpected_) {
     if (buffered->waiting_recv) buffered->waiting_recv->fail(error);
   }

@@ -3,6 +3,12 @@
 // arrives before its receive is posted is buffered ("unexpected"); one whose receive is
 // already posted streams straight into the receive's buffer, with no extra copy.
 //
+// An any-source receive (peer kAnySource) is posted to the matchers of every rank it may come
+// from, in the same queues as the receives for that rank, so it keeps its place in each
+// peer's order. The first matcher to match it claims it by setting its peer to that rank; the
+// others then skip it and drop it the next time they look (the Fabric's lock makes the claim
+// atomic).
+//
 // The matched receive's expected envelope is compared with the message's: any difference
 // (size, op, sequence number, dtype) throws braid::Mismatch before a byte is written.
 //
@@ -63,7 +69,9 @@ class Matcher {
   // The whole payload of `message` has arrived.
   void finish_message(IncomingMessage& message);
 
-  bool has_posted_recvs() const { return !posted_.empty(); }
+  // Whether a receive posted for this peer alone waits (any-source receives do not count: a
+  // transport must not call this peer lost for a receive some other rank may satisfy).
+  bool has_posted_recvs() const;
   std::uint64_t buffered_bytes() const { return buffered_bytes_; }
   // The envelope of the oldest buffered message with `key`, if any (it may still be arriving).
   std::optional<Envelope> oldest_unexpected(const MatchKey& key) const;
@@ -75,12 +83,19 @@ class Matcher {
   static void deliver(const UnexpectedMessage& message, Request& recv);
   void require_room(const Envelope& envelope) const;
   void forget(std::deque<std::shared_ptr<UnexpectedMessage>>::iterator it);
+  // Whether `recv` may take a message from this peer: its own receive, or an unclaimed any-source one.
+  bool accepts(const Request& recv) const { return recv.peer == peer_ || recv.peer == kAnySource; }
+  // Makes `recv` this peer's (an any-source receive is claimed).
+  void claim(Request& recv);
+  // Drops any-source receives another matcher has claimed.
+  void drop_claimed();
 
   int rank_;
   int peer_;
   std::uint64_t buffer_limit_;
   std::uint64_t buffered_bytes_ = 0;
   std::deque<RequestPtr> posted_;
+  std::size_t any_source_posted_ = 0;  // any-source receives in posted_ (claimed or not)
   std::deque<std::shared_ptr<UnexpectedMessage>> unexpected_;
 };
 

@@ -147,5 +147,106 @@ TEST(MatcherTest, AHeaderAnnouncingMoreThanThisHostHoldsIsCorruptNotAnAllocation
   EXPECT_EQ(m.buffered_bytes(), 0u);
 }
 
+
+// Any-source receives (peer kAnySource) are posted to every sender's matcher; these play two
+// peers' matchers (ranks 1 and 2 sending to rank 0) as the Fabric does.
+RequestPtr make_any_source_recv(const MatchKey& key, std::string& buffer, std::size_t bytes) {
+  RequestPtr r = make_recv(key, buffer, bytes);
+  r->peer = kAnySource;
+  return r;
+}
+
+TEST(MatcherAnySourceTest, TheFirstPeerToSendClaimsItAndTheOtherDropsIt) {
+  Matcher from1(0, 1), from2(0, 2);
+  std::string buf;
+  auto any = make_any_source_recv(kTag1, buf, 3);
+  from1.post_recv(any);
+  from2.post_recv(any);
+  EXPECT_FALSE(from1.has_posted_recvs()) << "an any-source receive is no reason to call one peer lost";
+  arrive(from2, kTag1, "two");
+  EXPECT_TRUE(any->complete);
+  EXPECT_EQ(any->peer, 2);
+  EXPECT_EQ(buf, "two");
+  // Rank 1's message now finds no receive (the claimed one is skipped): it is buffered.
+  arrive(from1, kTag1, "one");
+  EXPECT_EQ(from1.buffered_bytes(), 3u);
+  std::string later;
+  auto next = make_any_source_recv(kTag1, later, 3);
+  from1.post_recv(next);
+  EXPECT_TRUE(next->complete);
+  EXPECT_EQ(next->peer, 1);
+  EXPECT_EQ(later, "one");
+}
+
+TEST(MatcherAnySourceTest, ABufferedMessageIsTakenAtOnce) {
+  Matcher from1(0, 1);
+  arrive(from1, kTag1, "early");
+  std::string buf;
+  auto any = make_any_source_recv(kTag1, buf, 5);
+  from1.post_recv(any);
+  EXPECT_TRUE(any->complete);
+  EXPECT_EQ(any->peer, 1);
+  EXPECT_EQ(buf, "early");
+}
+
+TEST(MatcherAnySourceTest, KeepsItsPlaceAmongTheReceivesPostedForThatPeer) {
+  // MPI's order: an any-source receive posted before a receive for rank 1 takes rank 1's first message.
+  Matcher from1(0, 1);
+  std::string a, b;
+  auto any = make_any_source_recv(kTag1, a, 5);
+  auto specific = make_recv(kTag1, b, 6);
+  from1.post_recv(any);
+  from1.post_recv(specific);
+  EXPECT_TRUE(from1.has_posted_recvs());
+  arrive(from1, kTag1, "first");
+  arrive(from1, kTag1, "second");
+  EXPECT_EQ(a, "first");
+  EXPECT_EQ(b, "second");
+  EXPECT_EQ(any->peer, 1);
+}
+
+TEST(MatcherAnySourceTest, OtherTagsPassItBy) {
+  Matcher from1(0, 1);
+  std::string buf;
+  auto any = make_any_source_recv(kTag1, buf, 5);
+  from1.post_recv(any);
+  arrive(from1, kTag2, "other");
+  EXPECT_FALSE(any->complete);
+  EXPECT_EQ(any->peer, kAnySource);
+  EXPECT_EQ(from1.buffered_bytes(), 5u);
+}
+
+TEST(MatcherAnySourceTest, SizeMismatchNamesTheSender) {
+  Matcher from2(0, 2);
+  std::string buf;
+  auto any = make_any_source_recv(kTag1, buf, 4);
+  from2.post_recv(any);
+  try {
+    arrive(from2, kTag1, "toolong");
+    FAIL() << "expected Mismatch";
+  } catch (const Mismatch& e) {
+    EXPECT_EQ(e.context().peer, 2);
+  }
+}
+
+TEST(MatcherAnySourceTest, FailAllFailsItOnceAndLeavesAClaimedOneAlone) {
+  Matcher from1(0, 1), from2(0, 2);
+  std::string a, b;
+  auto claimed = make_any_source_recv(kTag1, a, 3);
+  auto waiting = make_any_source_recv(kTag2, b, 3);
+  for (Matcher* m : {&from1, &from2}) {
+    m->post_recv(claimed);
+    m->post_recv(waiting);
+  }
+  arrive(from2, kTag1, "two");
+  ASSERT_TRUE(claimed->complete);
+  auto error = std::make_exception_ptr(PeerLost({.rank = 0, .peer = 1}, "gone"));
+  from1.fail_all(error);
+  from2.fail_all(error);
+  EXPECT_FALSE(claimed->error) << "a receive that completed keeps its result";
+  EXPECT_TRUE(waiting->complete);
+  EXPECT_TRUE(waiting->error);
+}
+
 }  // namespace
 }  // namespace braid

@@ -17,11 +17,15 @@
 
 namespace braid {
 
+// Request::peer of a receive that takes the first matching message from any of the ranks it
+// was offered to (Fabric::post_any_source): the matcher that matches it sets peer to the sender.
+inline constexpr int kAnySource = -1;
+
 struct Request {
   enum class Kind : std::uint8_t { kSend, kRecv };
 
   Kind kind = Kind::kSend;
-  int peer = -1;       // global rank of the other side
+  int peer = -1;       // global rank of the other side; kAnySource until an any-source receive is matched
   MatchKey key;
   Envelope envelope;   // send: what is sent; recv: what is expected
   std::byte* data = nullptr;  // send: the source (never written); recv: the destination

@@ -42,6 +42,10 @@ class Transport {
   // one of this transport's peers.
   virtual void post_send(const RequestPtr& send) = 0;
   virtual void post_recv(const RequestPtr& recv) = 0;
+  // Offers an any-source receive (recv->peer == kAnySource, see matcher.h) to `peer`'s
+  // matching: it may match a message already buffered at once (recv->peer then names `peer`).
+  // Unlike post_recv, a closed connection to `peer` is not an error: another rank may send it.
+  virtual void post_any_source_recv(const RequestPtr& recv, int peer) = 0;
 
   // Moves whatever can move without blocking; returns whether anything did. Throws the
   // braid::Error that stops this rank (corrupt bytes, a mismatch, an abort from a peer).

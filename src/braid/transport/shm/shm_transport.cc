@@ -187,6 +187,8 @@ void ShmTransport::post_send(const RequestPtr& send) {
 
 void ShmTransport::post_recv(const RequestPtr& recv) { peer(recv->peer).matcher.post_recv(recv); }
 
+void ShmTransport::post_any_source_recv(const RequestPtr& recv, int peer_rank) { peer(peer_rank).matcher.post_recv(recv); }
+
 bool ShmTransport::progress() {
   check_abort_mailbox();
   bool moved = false;

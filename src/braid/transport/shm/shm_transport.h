@@ -57,6 +57,7 @@ class ShmTransport final : public Transport {
   std::string_view name() const override { return "shm"; }
   void post_send(const RequestPtr& send) override;
   void post_recv(const RequestPtr& recv) override;
+  void post_any_source_recv(const RequestPtr& recv, int peer_rank) override;
   bool progress() override;
   void check_peers() override;
   std::string lost_reason(int peer) override;

@@ -45,6 +45,8 @@ void TcpTransport::post_recv(const RequestPtr& recv) {
   if (p.state != Peer::State::kOpen && !recv->complete.load(std::memory_order_acquire)) throw_lost(p, p.lost_reason);
 }
 
+void TcpTransport::post_any_source_recv(const RequestPtr& recv, int peer_rank) { peer(peer_rank).matcher.post_recv(recv); }
+
 bool TcpTransport::progress() {
   bool moved = false;
   for (auto& p : peers_) {
