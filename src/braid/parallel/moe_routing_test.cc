@@ -96,7 +96,9 @@ TEST(MoeRouting, MatchesTheBruteForceRuleOnRandomInputs) {
     ASSERT_EQ(r.kept_per_expert, ref.kept) << "trial " << trial;
     ASSERT_EQ(r.dropped_choices, ref.dropped) << "trial " << trial;
     ASSERT_EQ(r.dropped_tokens, ref.dropped_tokens) << "trial " << trial;
-    if (o.dropless) ASSERT_EQ(r.dropped_choices, 0) << "trial " << trial;
+    if (o.dropless) {
+      ASSERT_EQ(r.dropped_choices, 0) << "trial " << trial;
+    }
     const auto per_rank = r.kept_per_rank();
     ASSERT_EQ(std::accumulate(per_rank.begin(), per_rank.end(), std::int64_t{0}), r.kept_choices());
     for (int p = 0; p < o.ep_size; ++p) {
