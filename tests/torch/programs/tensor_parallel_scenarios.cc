@@ -136,7 +136,7 @@ void check_padding_rows(TrainModel& tp_model, Communicator& comm, const std::str
     check(pads == bt::padded_vocabulary(kVocab, comm.size()) - kVocab, "padding-rows-on-last-rank " + when,
           std::to_string(pads) + " rows");
   }
-  for (const char* name : {"layers.embeddings.tokens.weight", "layers.head.weight", "layers.head.bias"}) {
+  for (const std::string name : {"layers.embeddings.tokens.weight", "layers.head.weight", "layers.head.bias"}) {
     torch::Tensor g = tp_parameter(tp_model, name).grad();
     if (!g.defined()) {
       check(false, "padding-grad " + name + " " + when, "no gradient");
