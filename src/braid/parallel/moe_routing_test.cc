@@ -12,6 +12,7 @@
 
 #include "braid/base/error.h"
 #include "braid/base/splitmix64.h"
+#include "error_message.h"
 
 namespace braid::parallel {
 namespace {
@@ -144,19 +145,11 @@ TEST(MoeRouting, FirstChoicesOfLaterTokensBeatSecondChoices) {
   EXPECT_EQ(r.dropped_tokens, 0);
 }
 
-std::string error_of(auto&& fn) {
-  try {
-    fn();
-  } catch (const InvalidArgument& e) {
-    return e.what();
-  }
-  return "no error";
-}
 
 TEST(MoeRouting, BadOptionsAndInputsAreNamed) {
   const std::vector<std::int32_t> ids{0, 1};
   auto with = [&](MoeRoutingOptions o, std::vector<std::int32_t> in = {0, 1}, std::int64_t tokens = 2) {
-    return error_of([&] { route_tokens(in, tokens, o); });
+    return testing::error_message_of([&] { route_tokens(in, tokens, o); });
   };
   const MoeRoutingOptions ok{.experts = 4, .ep_size = 2, .top_k = 1};
   EXPECT_EQ(with(ok), "no error");
