@@ -36,11 +36,11 @@ configure() {
     { cat "$tree/configure.log" >&2; die "configuring $tree failed"; }
 }
 
-# run_lane NAME TREE SANITIZER TEST_REGEX TARGET...
+# run_lane NAME TREE SANITIZER TEST_REGEX EXCLUDE_REGEX TARGET...
 # Every process writes its reports to TREE/reports/<sanitizer>.<pid>; the lane fails if any exists.
 run_lane() {
-  local name=$1 tree=$2 sanitizer=$3 regex=$4
-  shift 4
+  local name=$1 tree=$2 sanitizer=$3 regex=$4 exclude=$5
+  shift 5
   local started=$SECONDS
   configure "$tree" "$sanitizer"
   cmake --build "$tree" -j "$jobs" --target "$@" || die "$name: the build failed"
@@ -50,7 +50,7 @@ run_lane() {
   ASAN_OPTIONS="log_path=$reports/asan:detect_leaks=1:abort_on_error=0:halt_on_error=1" \
   UBSAN_OPTIONS="log_path=$reports/ubsan:print_stacktrace=1:halt_on_error=1" \
   TSAN_OPTIONS="log_path=$reports/tsan:halt_on_error=1:second_deadlock_stack=1" \
-    ctest --test-dir "$tree" -R "$regex" -j "$jobs" --output-on-failure --timeout 600 || status=$?
+    ctest --test-dir "$tree" -R "$regex" ${exclude:+-E "$exclude"} -j "$jobs" --output-on-failure --timeout 600 || status=$?
   local found
   found=$(find "$reports" -type f | sort)
   if [[ -n $found ]]; then
@@ -67,13 +67,18 @@ run_lane() {
 case $lanes in
   asan | all)
     # Collectives (every algorithm), failures, GradSync, compressed collectives: mp_test's suites;
-    # MoE dispatch/combine (moe_test, ~2 s under ASan).
+    # MoE dispatch/combine (moe_test, ~2 s under ASan). Left out: the collectives grid on 5 ranks
+    # and on 4 over TCP (96 of the lane's 490 test-seconds on 2026-12-01): 3 ranks run every
+    # algorithm's non-power-of-two paths, 4 over shm its multi-step power-of-two ones, and the
+    # algorithms' code is the same over either transport (whose own code the 2- and 3-rank TCP
+    # cases and the failure suites run). (The names end in a space and GoogleTest's parameter note.)
     run_lane "ASan+UBSan, multi-process suites" "$root/build-asan" address,undefined '^(mp_test|moe_test)\.' \
+      'CollectivesTest\.EveryAlgorithmMatchesTheReferenceExactly/((auto|tcp)_5ranks|tcp_4ranks) ' \
       braid_libraries mp_test moe_test braid-test-rank braid-run
     ;;&
   tsan | all)
     run_lane "TSan, engine / queue / transport / communicator" "$root/build-tsan" thread \
-      '^(engine_test|collectives_test|transport_test|comm_test)\.' engine_test collectives_test transport_test comm_test
+      '^(engine_test|collectives_test|transport_test|comm_test)\.' '' engine_test collectives_test transport_test comm_test
     ;;
   asan) ;;
   *) die "unknown lane '$lanes' (asan, tsan or all)" ;;
