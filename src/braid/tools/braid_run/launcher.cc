@@ -213,15 +213,13 @@ void Job::check_other_nodes() {
 
 void Job::stop(int exit_code, const std::string& reason, bool local) {
   exit_code_ = exit_code;
-  if (watch_ != nullptr && local) {
-    const std::string where = fmt::format("node {}: {}", options_.nodes.node_rank, reason);
-    announce(where);
-    watch_->publish_failure({exit_code, where});
-  } else {
-    announce(reason);
-  }
+  const bool tell_other_nodes = watch_ != nullptr && local;
+  const std::string line = tell_other_nodes ? fmt::format("node {}: {}", options_.nodes.node_rank, reason) : reason;
+  announce(line);
   signal_all(SIGTERM);
   kill_deadline_ = Deadline::after(Seconds(options_.grace_seconds));
+  // After the SIGTERMs: over a cut link the store calls may take their whole deadline.
+  if (tell_other_nodes) watch_->publish_failure({exit_code, line});
 }
 
 void Job::kill_all() {
