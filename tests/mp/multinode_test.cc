@@ -217,8 +217,9 @@ TEST_P(MultiNodeFailureTest, EveryBraidRunExitsNonZeroNamingNodeAndRank) {
     EXPECT_NE(r.exit_code, 0) << "node " << i << ":\n" << nodes.output();
     if (i == victim_node && GetParam() == Failure::kBraidRunKilled) continue;  // SIGKILLed: says nothing
     const double took = r.seconds - failed_at;
-    std::printf("  node %d's braid-run exited %.1f s after the failure: %s", i, took,
-                launcher_testing::lines_of(r.err).empty() ? "\n" : (launcher_testing::lines_of(r.err).back() + "\n").c_str());
+    const std::vector<std::string> lines = launcher_testing::lines_of(r.err);
+    std::printf("  node %d's braid-run exited %.1f s after the failure: %s\n", i, took,
+                lines.empty() ? "" : lines.front().c_str());
     EXPECT_LT(took, kStatedBoundSeconds) << nodes.output();
     EXPECT_TRUE(std::regex_search(r.err, std::regex(R"(braid-run: .*node \d.*ranks? \d)"))) << "node " << i << ":\n"
                                                                                            << nodes.output();

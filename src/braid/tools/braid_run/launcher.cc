@@ -136,7 +136,7 @@ int Job::next_wakeup_ms() const {
 void Job::wait_for_events(int timeout_ms) {
   std::vector<pollfd> fds{{signals_.fd(), POLLIN, 0}};
   // Readable once the job failed elsewhere; stays so, and check_other_nodes stops the job.
-  if (watch_ != nullptr && !stopping()) fds.push_back({watch_->fd(), POLLIN, 0});
+  if (watch_ != nullptr && !stopping() && running_count() > 0) fds.push_back({watch_->fd(), POLLIN, 0});
   const std::size_t first_output = fds.size();
   std::vector<OutputForwarder*> sources;
   for (OutputForwarder& output : outputs_) {
