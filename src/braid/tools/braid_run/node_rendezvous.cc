@@ -1,6 +1,5 @@
 #include "braid/tools/braid_run/node_rendezvous.h"
 
-#include <poll.h>
 #include <unistd.h>
 
 #include <chrono>
