@@ -94,7 +94,8 @@ NodeSession::NodeSession(const LauncherOptions& options, const std::string& toke
     register_node(options, *store, deadline);
   } catch (const Timeout& e) {
     throw Timeout({.op = "launch"}, fmt::format("node {}: no rendezvous with node 0's braid-run at {}:{} within {} s "
-                                                "(--join-timeout): {}",
+                                                "(--join-timeout): is it running, with this --master-addr and "
+                                                "--master-port? ({})",
                                                 options.nodes.node_rank, options.master_addr, options.master_port,
                                                 options.nodes.join_timeout_seconds, e.detail()));
   }
