@@ -6,29 +6,13 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "parse_helpers.h"
+
 namespace braid::launcher {
 namespace {
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
-
-ParseOutcome parse(std::vector<std::string> args) { return parse_launcher_options(args); }
-
-// The options of a command line that must parse.
-LauncherOptions parse_ok(std::vector<std::string> args) {
-  ParseOutcome outcome = parse(std::move(args));
-  EXPECT_TRUE(outcome.options.has_value()) << outcome.err;
-  return outcome.options.value_or(LauncherOptions{});
-}
-
-// The message of a command line that must be rejected as a usage error.
-std::string parse_error(std::vector<std::string> args) {
-  ParseOutcome outcome = parse(std::move(args));
-  EXPECT_FALSE(outcome.options.has_value());
-  EXPECT_EQ(outcome.exit_code, kUsageExitCode);
-  EXPECT_THAT(outcome.err, HasSubstr("braid-run: "));
-  return outcome.err;
-}
 
 TEST(LauncherOptions, Defaults) {
   LauncherOptions o = parse_ok({"-n", "4", "prog"});

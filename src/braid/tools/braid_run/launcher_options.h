@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "braid/tools/braid_run/node_options.h"
+
 namespace braid::launcher {
 
 struct LauncherOptions {
@@ -27,6 +29,8 @@ struct LauncherOptions {
   bool prefix_output = true;
   // --env KEY=VALUE (repeatable): added to every rank's environment, later ones win.
   std::vector<std::string> extra_env;
+  // --nnodes, --node-rank, --token-file...: a job across nodes (node_options.h).
+  NodeOptions nodes;
   // PROG ARGS...: PROG is looked up in PATH.
   std::vector<std::string> command;
 };

@@ -139,6 +139,8 @@ std::unique_ptr<TcpTransport> TcpTransport::connect(const TcpOptions& options, K
                                                     Deadline deadline) {
   std::unique_ptr<TcpTransport> t(new TcpTransport(options));
   t->lost_after_ = peer_timeout();
+  net::require_token_beyond_loopback(options.bind_addr, options.token, "the TCP transport",
+                                     {.rank = options.rank, .op = "tcp.listen"});
   UniqueFd listener = net::tcp_listen(options.bind_addr, 0);
   std::string endpoint = net::format_endpoint(options.advertise_addr, net::local_port(listener.get()));
   store.set(address_key(options.rank), endpoint, deadline);
