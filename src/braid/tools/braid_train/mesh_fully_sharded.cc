@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "braid/base/error.h"
-#include "braid/tools/braid_train/mixed_precision_training.h"
+#include "braid/tools/braid_train/fully_sharded_training.h"
 #include "braid/tools/braid_train/training_common.h"
 
 namespace braid::train {
@@ -48,13 +48,10 @@ std::unique_ptr<torch::FullyShardedModule> make_mesh_fully_sharded(Communicator&
     for (int i = range.begin; i < range.end; ++i, ++it) own->push_back("layer" + std::to_string(i), *it);
     units.push_back({.name = "chunk" + std::to_string(chunk), .begin = begin, .end = static_cast<int>(own->size())});
   }
-  compress::CodecId wire = plan_precision(config).wire;
   return std::make_unique<torch::FullyShardedModule>(
       data_parallel, own, std::move(units),
       [&config](std::vector<::torch::Tensor> shards) { return make_optimizer(config, std::move(shards)); },
-      torch::FullyShardedOptions{.max_gathered_units = config.max_gathered_units,
-                                 .weight_codec = wire,
-                                 .gradient_codec = wire});
+      fully_sharded_options(config));  // --zero-pp qwz / qgz; hpz is refused on the mesh (train_config.cc)
 }
 
 // The unit is released even when the call throws, so a failed step leaves nothing gathered.

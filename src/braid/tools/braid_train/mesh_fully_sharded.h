@@ -33,8 +33,10 @@
 
 namespace braid::train {
 
-// `layers` the whole (TP-split) model's; `stage` this rank's pipeline stage. The wire codec as
-// the data-parallel trainer's stage 3 (--precision: 16 bits).
+// `layers` the whole (TP-split) model's; `stage` this rank's pipeline stage. The codecs as the
+// data-parallel trainer's stage 3 (fully_sharded_options): --zero-pp qwz gathers each chunk in
+// int8 blocks from the exact fp32 shards, qgz reduce-scatters its gradients in int8 (the
+// two-stage scheme), --precision moves both in 16 bits. hpz is refused on the mesh (train_config.cc).
 std::unique_ptr<torch::FullyShardedModule> make_mesh_fully_sharded(Communicator& data_parallel, const TrainConfig& config,
                                                                    ::torch::nn::Sequential& layers,
                                                                    const parallel::LayerPartition& partition, int stage);

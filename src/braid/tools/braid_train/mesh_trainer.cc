@@ -35,6 +35,7 @@
 #include "braid/tools/braid_train/mesh_fully_sharded.h"
 #include "braid/tools/braid_train/mixed_precision_training.h"
 #include "braid/tools/braid_train/training_common.h"
+#include "braid/tools/braid_train/zero_pp.h"
 
 namespace braid::train {
 namespace {
@@ -216,27 +217,34 @@ void MeshTrainer::build_stage() {
 }
 
 void MeshTrainer::build_data_parallel() {
+  // --zero-pp on the mesh's ZeRO-1: qgZ reduce-scatters and qwZ allgathers over the dp group,
+  // the same collectives as the data-parallel trainer's (the TP and pipeline traffic unchanged).
+  ZeroPlusPlus zero_pp = parse_zero_pp(config_.zero_pp, config_.zero);
   ddp_ = std::make_unique<torch::DistributedDataParallel>(
       mesh_->data_parallel(), stage_holder_,
       torch::DdpOptions{.bucket_cap = config_.bucket_mb,
                         .policy = config_.zero == 0 ? precision_.ddp_policy(config_) : make_policy(config_),
                         .overlap = false, .zero_stage = config_.zero,
-                        .zero_codec = {.id = config_.zero == 0 ? compress::CodecId::kNone : precision_.wire}});
+                        .zero_codec = {.id = config_.zero == 0 ? compress::CodecId::kNone
+                                                               : zero_pp.gradient_codec(precision_.wire)},
+                        .zero_error_feedback = zero_pp.qgz_error_feedback});
   // ZeRO on a mesh is Megatron's distributed optimizer: each stage's (and TP rank's) parameters
   // sharded over its data-parallel group, the rest of the mesh as without it.
   if (config_.zero > 0) {
     zero_ = std::make_unique<torch::ZeroOptimizer>(
         *ddp_, [this](std::vector<::torch::Tensor> shards) { return make_optimizer(config_, std::move(shards)); },
-        precision_.zero_options());
+        precision_.zero_options(zero_pp));
   } else {
     optimizer_ = make_optimizer(config_, stage_model_->parameters());
   }
 }
 
 MeshCheckpoint MeshTrainer::checkpoint() {
+  // Stage 3's has no world size: it reshards to another dp size (the layout, tp and pp, is in it).
+  std::string fingerprint = sharded_ ? config_.zero_fingerprint(steps_per_epoch_) : config_.fingerprint(world_.size());
   return {.world = world_, .data_parallel = mesh_->data_parallel(), .dir = config_.checkpoint_dir, .stage = stage_,
-          .tp_rank = tp_rank_, .ddp = *ddp_, .optimizer = zero_ ? zero_->inner() : *optimizer_,
-          .fingerprint = config_.fingerprint(world_.size()), .zero = zero_.get(),
+          .tp_rank = tp_rank_, .ddp = ddp_.get(), .optimizer = optimizer_.get(), .fingerprint = std::move(fingerprint),
+          .zero = zero_.get(), .sharded = sharded_.get(), .stage_module = stage_holder_.get(),
           .scaler = precision_.scaler ? &*precision_.scaler : nullptr};
 }
 

@@ -108,14 +108,22 @@ TEST(TrainConfig, ZeroStagesAndWhatTheyRefuse) {
     EXPECT_NE(error.find(message), std::string::npos) << error;
   };
   refused({"--zero", "3", "--max-gathered-units", "0"}, "--zero 3: --max-gathered-units 0: must be >= 1");
-  // Stage 3 on the mesh (mesh_fully_sharded.h), without ZeRO++ and checkpoints there.
+  // Stage 3 on the mesh (mesh_fully_sharded.h).
   EXPECT_EQ(error_of(parse({"--model", "gpt", "--zero", "3", "--tp", "2", "--clip-grad", "1"}), 4), "");
   EXPECT_EQ(error_of(parse({"--model", "gpt", "--zero", "3", "--pp", "2", "--schedule", "zb1"}), 4), "");
   EXPECT_EQ(error_of(parse({"--model", "gpt", "--zero", "3", "--dropout", "0.1", "--precision", "bf16"}), 4), "");
+  // ZeRO++ (qwz, qgz) on the mesh's stages 1 and 3 over pp and dropout meshes, checkpoints on
+  // stage 3; hpz refused on the mesh, and any part with --tp (the TP-replicated copies would drift).
+  EXPECT_EQ(error_of(parse({"--model", "gpt", "--zero", "3", "--pp", "2", "--zero-pp", "qwz,qgz"}), 4), "");
+  EXPECT_EQ(error_of(parse({"--model", "gpt", "--zero", "1", "--pp", "2", "--zero-pp", "qgz-ef,qwz"}), 4), "");
+  EXPECT_EQ(error_of(parse({"--model", "gpt", "--zero", "1", "--dropout", "0.1", "--zero-pp", "qgz"}), 4), "");
+  EXPECT_EQ(error_of(parse({"--model", "gpt", "--zero", "3", "--pp", "2", "--checkpoint-dir", "ckpt", "--resume"}), 4), "");
+  refused({"--model", "gpt", "--zero", "3", "--pp", "2", "--zero-pp", "qwz,hpz"},
+          "--zero 3: with --tp, --pp or --dropout (the mesh trainer) and --zero-pp qwz,hpz: hpz is refused on the mesh");
   refused({"--model", "gpt", "--zero", "3", "--tp", "2", "--zero-pp", "qwz"},
-          "--zero 3: with --tp, --pp or --dropout (the mesh trainer) and --zero-pp qwz: ZeRO++ is not implemented");
-  refused({"--model", "gpt", "--zero", "3", "--pp", "2", "--checkpoint-dir", "ckpt"},
-          "and --checkpoint-dir / --resume: stage 3's checkpoints on the mesh are not implemented yet");
+          "--zero 3: with --tp 2 and --zero-pp qwz: ZeRO++ on the mesh works over --pp and --dropout meshes");
+  refused({"--model", "gpt", "--zero", "1", "--tp", "2", "--pp", "2", "--zero-pp", "qgz"}, "with --tp 2 and --zero-pp qgz");
+  EXPECT_EQ(error_of(parse({"--model", "gpt", "--zero", "3", "--zero-pp", "hpz"}), 4), "");  // data-parallel: fine
   refused({"--zero", "-1"}, "--zero -1: the stage must be 0, 1, 2 or 3");
   EXPECT_EQ(error_of(parse({"--model", "gpt", "--zero", "1", "--tp", "2", "--pp", "2", "--clip-grad", "1"}), 8), "");
   refused({"--model", "gpt", "--zero", "2", "--pp", "2"}, "--zero 2: with --tp, --pp or --dropout (the mesh trainer)");
