@@ -1,5 +1,7 @@
 #include "braid/tools/braid_train/train_config.h"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <gtest/gtest.h>
 
 #include <CLI/CLI.hpp>
@@ -155,6 +157,24 @@ TEST(TrainConfig, ZeroFingerprintLeavesOutTheWorldSizeOnly) {
   }
   EXPECT_NE(parse({"--model", "gpt", "--zero", "1", "--width", "64"}).zero_fingerprint(10),
             parse({"--model", "gpt", "--zero", "1"}).zero_fingerprint(10));
+}
+
+// The mesh's stage-3 checkpoints carry the ZeRO fingerprint (mesh_checkpoint.h): no world size,
+// so the dp size may change, but the mesh's shape (tp, pp, micro-batches, schedule, dropout) and
+// the model in it, so a checkpoint of another shape is refused.
+TEST(TrainConfig, TheMeshsStageThreeFingerprintKeepsTheMeshShape) {
+  auto fingerprint = [](std::vector<std::string> flags) {
+    flags.insert(flags.end(), {"--model", "gpt", "--zero", "3"});
+    return parse(flags).zero_fingerprint(8);
+  };
+  std::string pp = fingerprint({"--pp", "2", "--microbatches", "2"});
+  EXPECT_EQ(pp.find("world"), std::string::npos) << pp;
+  for (const std::vector<std::string>& other : std::vector<std::vector<std::string>>{
+           {"--pp", "4", "--microbatches", "2"}, {"--tp", "2", "--microbatches", "2"}, {"--pp", "2", "--microbatches", "4"},
+           {"--pp", "2", "--microbatches", "2", "--schedule", "gpipe"}, {"--pp", "2", "--microbatches", "2", "--dropout", "0.1"},
+           {"--pp", "2", "--microbatches", "2", "--width", "64"}, {"--pp", "2", "--microbatches", "2", "--layers", "2"}}) {
+    EXPECT_NE(fingerprint(other), pp) << fmt::format("{}", fmt::join(other, " "));
+  }
 }
 
 // --zero-pp: qwz, qgz (qgz-ef with error feedback), alone or together, with --zero 1 or 2;
