@@ -190,7 +190,7 @@ TEST_F(ZeroTrainTest, WhatIsNotImplementedYetIsRefusedNamingTheFlags) {
                              "--zero 3: with --tp, --pp or --dropout (the mesh trainer) and --zero-pp hpz: hpz is refused "
                              "on the mesh"},
                         Case{plus(gpt, {"--zero", "1", "--tp", "2", "--zero-pp", "qgz"}),
-                             "--zero 1: with --tp 2 and --zero-pp qgz: ZeRO++ on the mesh works over --pp and --dropout"},
+                             "--zero 1: with --tp 2 and --zero-pp qgz: ZeRO++ on the mesh's stage 1 works over --pp and --dropout"},
                         Case{plus(gpt, {"--zero", "2", "--pp", "2"}), "--zero 2: with --tp, --pp or --dropout"},
                         Case{{"--zero", "1", "--compress", "fp16"}, "--zero 1: with --compress fp16"},
                         Case{{"--zero", "4"}, "--zero 4: the stage must be 0, 1, 2 or 3"}}) {

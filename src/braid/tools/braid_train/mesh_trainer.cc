@@ -105,6 +105,7 @@ class MeshTrainer {
   std::unique_ptr<torch::SequentialStage> stage_model_;
   std::shared_ptr<::torch::nn::Module> stage_holder_;
   torch::ParameterSplit stage_params_;
+  std::set<std::string> replicated_names_;  // stage_params_.replicated, as the stage module names them
   std::unique_ptr<torch::DistributedDataParallel> ddp_;
   std::unique_ptr<::torch::optim::Optimizer> optimizer_;  // --zero 0
   std::unique_ptr<torch::ZeroOptimizer> zero_;             // --zero 1 or 2: sharded over the dp axis
@@ -199,6 +200,11 @@ void MeshTrainer::build_stage() {
   // streams after it.
   stage_holder_ = stage_module(layers, stage_model_->layers(), rng_->state());
   stage_params_ = torch::split_by_tensor_parallelism(*stage_holder_);
+  std::set<const void*> replicated;
+  for (const ::torch::Tensor& p : stage_params_.replicated) replicated.insert(p.unsafeGetTensorImpl());
+  for (const auto& item : stage_holder_->named_parameters()) {
+    if (replicated.count(item.value().unsafeGetTensorImpl())) replicated_names_.insert(item.key());
+  }
   if (config_.zero == 3) {  // no DDP: the FullyShardedModule reduce-scatters (mesh_fully_sharded.h)
     sharded_ = make_mesh_fully_sharded(mesh_->data_parallel(), config_, layers, partition_, stage_);
     sharded_stage_ = std::make_unique<FullyShardedPipelineStage>(*stage_model_, *sharded_);
@@ -324,7 +330,9 @@ GradSyncStats MeshTrainer::synchronize() {
   if (sharded_) {
     sharded_->count_gradients_in_grad();  // zb1's weight passes add into .grad without the hooks
     sharded_->set_sync(true);
-    return stage3_stats(sharded_->synchronize());
+    GradSyncStats stats = stage3_stats(sharded_->synchronize());
+    if (!config_.zero_pp.empty()) average_replicated_shard_gradients(*sharded_, replicated_names_, mesh_->group("tp"));
+    return stats;
   }
   return replicas_ > 1 || zero_ ? ddp_->synchronize() : GradSyncStats{};
 }

@@ -152,7 +152,7 @@ void add_train_flags(CLI::App& app, TrainConfig& c) {
                  "ZeRO++ with --zero 1|2|3: comma list of qwz (int8 parameter allgather), qgz (int8 gradient "
                  "reduce-scatter), qgz-ef (qgz with error feedback; not --zero 3), hpz (--zero 3: backward gathers "
                  "from a host-local copy; refused on the mesh). On the mesh (--tp, --pp, --dropout) qwz and qgz "
-                 "compress the data-parallel group's collectives");
+                 "compress the data-parallel group's collectives (--zero 1: not with --tp)");
   app.add_option("--precision", c.precision,
                  "fp32 | bf16 (forward under CPU autocast in bf16, gradients and ZeRO's parameter allgather in bf16 "
                  "on the wire, fp32 master weights) | fp16 (gradients and ZeRO's parameters in fp16 on the wire under "
@@ -242,14 +242,16 @@ void validate_zero(const TrainConfig& c) {
                     "host-local copy would hold most of the stage's parameters; drop hpz (qwz, qgz work)",
                     c.zero_pp));
   }
-  // qwZ and qgZ quantise a flat buffer in blocks that mix the TP rank's own pieces with the
-  // TP-replicated parameters (LayerNorms, row-parallel biases), so the TP ranks round their copies
-  // of one replicated parameter with different block scales and those copies drift apart
-  // (measured: dp 2 x tp 2 --zero 3 --zero-pp qwz,qgz fails --check-replicas after 4 steps).
-  if (c.uses_mesh() && c.tp > 1 && !c.zero_pp.empty()) {
-    bad(fmt::format("with --tp {} and --zero-pp {}: ZeRO++ on the mesh works over --pp and --dropout meshes; with "
-                    "--tp the int8 blocks mix each TP rank's pieces with the TP-replicated parameters, whose copies "
-                    "would then be rounded differently on the TP ranks and drift apart; drop --zero-pp or --tp",
+  // ZeroOptimizer's int8 blocks mix each TP rank's pieces with the TP-replicated parameters
+  // (LayerNorms, row-parallel biases), so the TP ranks round their copies of one replicated
+  // parameter with other block scales and the copies drift apart (stage 3 agrees them over the
+  // TP group: mesh_fully_sharded.h average_replicated_shard_gradients; stage 1 does not: its
+  // parameters are the dequantised allgather itself, which differs on the TP ranks).
+  if (c.uses_mesh() && c.tp > 1 && c.zero == 1 && !c.zero_pp.empty()) {
+    bad(fmt::format("with --tp {} and --zero-pp {}: ZeRO++ on the mesh's stage 1 works over --pp and --dropout "
+                    "meshes; with --tp the int8 blocks mix each TP rank's pieces with the TP-replicated parameters, "
+                    "whose copies would be rounded differently on the TP ranks and drift apart; use --zero 3 (which "
+                    "agrees them over the TP group) or drop --zero-pp",
                     c.tp, c.zero_pp));
   }
   if (c.uses_mesh() && c.zero == 2) {
