@@ -86,8 +86,7 @@ void Trainer::set_up() {
   if (config_.zero == 3) sharded_ = make_fully_sharded(comm_, config_, *model_);
   if (!sharded_) {
     bool ddp_wire = config_.zero == 0;
-    compress::CodecId gradient_codec =
-        zero_pp.qgz ? compress::CodecId::kInt8 : ddp_wire ? compress::CodecId::kNone : precision_.wire;
+    compress::CodecId gradient_codec = ddp_wire ? compress::CodecId::kNone : zero_pp.gradient_codec(precision_.wire);
     ddp_ = std::make_unique<torch::DistributedDataParallel>(
         comm_, model_,
         torch::DdpOptions{.bucket_cap = config_.bucket_mb,
@@ -102,8 +101,7 @@ void Trainer::set_up() {
   if (config_.zero == 1 || config_.zero == 2) {
     zero_ = std::make_unique<torch::ZeroOptimizer>(
         *ddp_, [this](std::vector<::torch::Tensor> shards) { return make_optimizer(config_, std::move(shards)); },
-        zero_pp.qwz ? torch::ZeroOptions{.quantize_weights = true, .weight_codec = compress::CodecId::kInt8}
-                    : precision_.zero_options());
+        precision_.zero_options(zero_pp));
   } else if (!sharded_) {
     optimizer_ = make_optimizer(config_, model_->parameters());
   }
