@@ -47,7 +47,9 @@ Tensor MoeLayerImpl::forward(const Tensor& x) {
   MoeGateOutput routed = gate->forward(tokens);
   auto plan = std::make_shared<parallel::MoeDispatchPlan>(
       dispatcher_->plan(routed.expert_ids, tokens.size(0), /*chunks=*/1));
-  MoeExchangeContext context{.dispatcher = dispatcher_.get(), .plan = plan, .clock = &stats_.exchange};
+  // Statistics count training calls only (an evaluation pass does not skew the load figures).
+  MoeExchangeContext context{.dispatcher = dispatcher_.get(), .plan = plan,
+                             .clock = is_training() ? &stats_.exchange : nullptr};
 
   Tensor expert_input = moe_dispatch(tokens, context);
   std::vector<std::int64_t> offsets = expert_offsets(*plan);
@@ -59,13 +61,16 @@ Tensor MoeLayerImpl::forward(const Tensor& x) {
   auxiliary_loss_ = options_.aux_loss_coef * last_aux_;
   if (options_.z_loss_coef != 0) auxiliary_loss_ = auxiliary_loss_ + options_.z_loss_coef * last_z_;
 
-  const parallel::MoeRouting& r = plan->routing;
+  if (is_training()) count(plan->routing);
+  return out.reshape(x.sizes());
+}
+
+void MoeLayerImpl::count(const parallel::MoeRouting& r) {
   ++stats_.calls;
   stats_.tokens += r.tokens;
   stats_.dropped_tokens += r.dropped_tokens;
   stats_.dropped_choices += r.dropped_choices;
   for (std::size_t e = 0; e < r.routed_per_expert.size(); ++e) stats_.routed_per_expert[e] += r.routed_per_expert[e];
-  return out.reshape(x.sizes());
 }
 
 }  // namespace braid::torch

@@ -51,7 +51,7 @@ struct MoeLayerOptions {
   double z_loss_coef = 0;       // router z-loss weight (ST-MoE: 0.001); 0 leaves it out
 };
 
-// What the layer's calls routed since reset_stats(), this rank's tokens.
+// What the layer's calls in training mode routed since reset_stats(), this rank's tokens.
 struct MoeLayerStats {
   std::int64_t calls = 0;
   std::int64_t tokens = 0;
@@ -83,6 +83,8 @@ class MoeLayerImpl : public ::torch::nn::Module {
   MoeExperts experts{nullptr};
 
  private:
+  void count(const parallel::MoeRouting& routing);
+
   MoeLayerOptions options_;
   int ep_size_;
   std::unique_ptr<parallel::MoeDispatcher> dispatcher_;
