@@ -1,7 +1,8 @@
 // The LibTorch MoE layer (braid::torch::MoeLayer, MoeDataParallel) through real rank processes
 // (braid-run): EP = 2 and 4 equal EP = 1 (one process holding every expert, same seed, same
 // global data) in outputs, losses with the auxiliary and z-losses, drop counts and every
-// gradient, for top-1 and top-2, with drops, roomy capacity and dropless; bad layers fail on
+// gradient, for top-1 and top-2, with drops, roomy capacity and dropless, unpipelined and
+// pipelined (chunks 2, 4); bad layers fail on
 // every rank with what is wrong. The rank program (programs/moe_layer_scenarios.cc) prints
 // PASS/FAIL per check with the differences.
 #include <gtest/gtest.h>
@@ -27,8 +28,11 @@ void expect_equal_to_ep1(int ranks, int ep) {
   EXPECT_EQ(r.count("FAIL"), 0) << what << "\n" << r.output;
   EXPECT_EQ(r.count("ERROR"), 0) << what << "\n" << r.output;
   EXPECT_EQ(r.count("PASS equal (rank"), ranks) << what << "\n" << r.output;
-  EXPECT_EQ(r.count("dropless drops nothing"), 2 * ranks) << what << "\n" << r.output;  // top-1, top-2
-  EXPECT_EQ(r.count("drops some"), 2 * ranks) << what << "\n" << r.output;
+  // top-1, top-2 and one pipelined config each
+  EXPECT_EQ(r.count("dropless drops nothing"), 3 * ranks) << what << "\n" << r.output;
+  EXPECT_EQ(r.count("drops some"), 3 * ranks) << what << "\n" << r.output;
+  EXPECT_EQ(r.count("chunks4 drops some"), ranks) << what << "\n" << r.output;
+  EXPECT_EQ(r.count("chunks2 dropless drops nothing"), ranks) << what << "\n" << r.output;
 }
 
 TEST(MoeLayerTest, Ep2On2RanksEqualsEp1) { expect_equal_to_ep1(2, 2); }

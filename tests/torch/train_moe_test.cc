@@ -1,5 +1,5 @@
 // braid-train --model moe-gpt through real rank processes: --ep 2 on 2 and 4 ranks trains
-// (the loss decreases) and ends with the parameters of the --ep 1 run (every expert on every
+// (the loss decreases), unpipelined and with --moe-chunks 2, and ends with the parameters of the --ep 1 run (every expert on every
 // rank) of the same seed and data; the run report carries the MoE figures; what the MoE trainer
 // does not combine with is refused on every rank with the reason.
 #include <torch/torch.h>
@@ -68,6 +68,12 @@ TEST_F(TrainMoeTest, ExpertParallelTrainsLikeEp1On2And4Ranks) {
     EXPECT_GT(dropped, 0) << "capacity factor 0.5 must drop tokens";
     EXPECT_EQ(run.count("MoE: ep 2, 4 experts, top-2"), 1) << run.output;
   }
+  // The pipelined exchange (experts recomputed in backward) trains the same model.
+  std::vector<std::string> pipelined = args(2, "ep2-chunks2");
+  pipelined.insert(pipelined.end(), {"--moe-chunks", "2"});
+  expect_success(train(2, pipelined));
+  expect_same_curve(step_losses("ep2-chunks2.json"), step_losses("ep1-2.json"), 1e-4, "2 ranks: ep 2 chunks 2 vs ep 1");
+  expect_same_parameters(exported("ep2-chunks2"), exported("ep1-2"), "2 ranks: ep 2 chunks 2 vs ep 1");
 }
 
 TEST_F(TrainMoeTest, DroplessDropsNothing) {

@@ -46,15 +46,20 @@ Tensor MoeLayerImpl::forward(const Tensor& x) {
   Tensor tokens = x.reshape({-1, options_.hidden});
   MoeGateOutput routed = gate->forward(tokens);
   auto plan = std::make_shared<parallel::MoeDispatchPlan>(
-      dispatcher_->plan(routed.expert_ids, tokens.size(0), /*chunks=*/1));
+      dispatcher_->plan(routed.expert_ids, tokens.size(0), std::max(1, options_.chunks)));
   // Statistics count training calls only (an evaluation pass does not skew the load figures).
   MoeExchangeContext context{.dispatcher = dispatcher_.get(), .plan = plan,
                              .clock = is_training() ? &stats_.exchange : nullptr};
 
-  Tensor expert_input = moe_dispatch(tokens, context);
-  std::vector<std::int64_t> offsets = expert_offsets(*plan);
-  Tensor expert_output = experts->forward(expert_input, offsets);
-  Tensor out = moe_combine(expert_output, routed.gates, context);
+  Tensor out;
+  if (plan->chunks() > 1) {
+    out = moe_pipelined(tokens, routed.gates, *experts, context);
+  } else {
+    Tensor expert_input = moe_dispatch(tokens, context);
+    std::vector<std::int64_t> offsets = expert_offsets(*plan);
+    Tensor expert_output = experts->forward(expert_input, offsets);
+    out = moe_combine(expert_output, routed.gates, context);
+  }
 
   last_aux_ = routed.aux_loss;
   last_z_ = routed.z_loss;

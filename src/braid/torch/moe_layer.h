@@ -37,6 +37,7 @@
 #include "braid/torch/moe_autograd.h"
 #include "braid/torch/moe_experts.h"
 #include "braid/torch/moe_gate.h"
+#include "braid/torch/moe_pipelined.h"
 
 namespace braid::torch {
 
@@ -49,6 +50,10 @@ struct MoeLayerOptions {
   bool dropless = false;        // no capacity: nothing dropped
   double aux_loss_coef = 0.01;  // load-balancing loss weight in auxiliary_loss() (Switch: 0.01)
   double z_loss_coef = 0;       // router z-loss weight (ST-MoE: 0.001); 0 leaves it out
+  // Payload chunks of the exchange, the same on every rank: 1 the unpipelined autograd
+  // functions (moe_autograd.h); > 1 Tutel's pipelined run with the experts recomputed in
+  // backward (moe_pipelined.h: one more reverse exchange per backward).
+  int chunks = 1;
 };
 
 // What the layer's calls in training mode routed since reset_stats(), this rank's tokens.

@@ -4,7 +4,7 @@
 // gradients through the dispatch's backward), loss_r = mse(y_r, target_r) + the layer's
 // auxiliary loss (load balancing and z-loss).
 //   braid-moe-layer-rank equal --ep N   for top-1 / top-2 x capacity factor 0.5 (drops), 2.0,
-//       dropless: the EP run (MoeLayer over EP groups of N, MoeDataParallel) against the
+//       dropless, and pipelined (chunks 4: top-2 at 0.5; chunks 2: top-1 dropless): the EP run (MoeLayer over EP groups of N, MoeDataParallel) against the
 //       reference computed on every rank alone: one process holding every expert (EP = 1), the
 //       same seed, every rank's batch in turn, the gradient of the mean of the ranks' losses.
 //       Outputs, losses, drop counts and every parameter's gradient (expert i of this rank
@@ -113,7 +113,9 @@ void equal_to_ep1(Communicator& world, int ep, const bt::MoeLayerOptions& option
   // The reference: EP = 1 on this rank alone, every rank's batch, the mean of their losses.
   std::optional<Communicator> alone = world.split(world.rank(), 0);
   torch::manual_seed(kSeed);
-  NetImpl ref(*alone, options);
+  bt::MoeLayerOptions unpipelined = options;
+  unpipelined.chunks = 1;
+  NetImpl ref(*alone, unpipelined);
   Tensor ref_total = torch::zeros({}), ref_y, ref_loss;
   std::int64_t ref_dropped = 0;
   for (int r = 0; r < world.size(); ++r) {
@@ -147,15 +149,27 @@ void equal_to_ep1(Communicator& world, int ep, const bt::MoeLayerOptions& option
   for (const auto& p : net->named_parameters()) close(p.value().grad(), reference_grad(ref, p.key(), first), label + " grad " + p.key());
 }
 
+// The unpipelined path for every (top-k, capacity) and the pipelined one (chunks 2 and 4) for
+// two of them; the reference is always the unpipelined EP = 1 layer.
 void equal(Communicator& world, int ep) {
+  struct Config {
+    int top_k;
+    double cf;  // 0: dropless
+    int chunks;
+  };
+  std::vector<Config> configs;
   for (int top_k : {1, 2}) {
-    for (double cf : {0.5, 2.0, 0.0}) {
-      bt::MoeLayerOptions o{.experts = kExperts, .top_k = top_k, .hidden = kHidden, .ffn = kFfn,
-                            .capacity_factor = cf == 0 ? 1.0 : cf, .dropless = cf == 0,
-                            .aux_loss_coef = 0.1, .z_loss_coef = 0.01};
-      std::string label = "top" + std::to_string(top_k) + (cf == 0 ? " dropless" : " cf" + std::to_string(cf).substr(0, 3));
-      equal_to_ep1(world, ep, o, label);
-    }
+    for (double cf : {0.5, 2.0, 0.0}) configs.push_back({top_k, cf, 1});
+  }
+  configs.push_back({2, 0.5, 4});
+  configs.push_back({1, 0.0, 2});
+  for (const Config& c : configs) {
+    bt::MoeLayerOptions o{.experts = kExperts, .top_k = c.top_k, .hidden = kHidden, .ffn = kFfn,
+                          .capacity_factor = c.cf == 0 ? 1.0 : c.cf, .dropless = c.cf == 0,
+                          .aux_loss_coef = 0.1, .z_loss_coef = 0.01, .chunks = c.chunks};
+    std::string label = "top" + std::to_string(c.top_k) + (c.cf == 0 ? " dropless" : " cf" + std::to_string(c.cf).substr(0, 3)) +
+                        (c.chunks > 1 ? " chunks" + std::to_string(c.chunks) : "");
+    equal_to_ep1(world, ep, o, label);
   }
 }
 

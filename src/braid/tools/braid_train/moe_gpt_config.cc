@@ -33,6 +33,9 @@ void add_moe_flags(CLI::App& app, MoeTrainConfig& c) {
       ->capture_default_str();
   app.add_option("--aux-loss-coef", c.aux_loss_coef, "moe-gpt: load-balancing loss weight")->capture_default_str();
   app.add_option("--z-loss-coef", c.z_loss_coef, "moe-gpt: router z-loss weight (0: none)")->capture_default_str();
+  app.add_option("--moe-chunks", c.chunks,
+                 "moe-gpt: the all-to-all in N pipelined chunks (experts recomputed in backward); 1: unpipelined")
+      ->capture_default_str();
 }
 
 namespace {
@@ -60,9 +63,9 @@ void refuse_unsupported(const TrainConfig& c) {
 void validate_moe(const TrainConfig& c, int world) {
   const MoeTrainConfig& m = c.moe;
   auto bad = [](const std::string& detail) { throw InvalidArgument({.op = "braid-train"}, detail); };
-  bool defaults = m.ep == 1 && m.experts == 8 && m.top_k == 1 && m.capacity_factor == "1.25";
+  bool defaults = m.ep == 1 && m.experts == 8 && m.top_k == 1 && m.capacity_factor == "1.25" && m.chunks == 1;
   if (c.model != "moe-gpt") {
-    if (!defaults) bad(fmt::format("--ep, --experts, --top-k and --capacity-factor need --model moe-gpt (got {})", c.model));
+    if (!defaults) bad(fmt::format("--ep, --experts, --top-k, --capacity-factor and --moe-chunks need --model moe-gpt (got {})", c.model));
     return;
   }
   refuse_unsupported(c);
@@ -74,6 +77,7 @@ void validate_moe(const TrainConfig& c, int world) {
   if (m.top_k < 1 || m.top_k > 2 || m.top_k > m.experts) {
     bad(fmt::format("--top-k {}: 1 or 2, and at most --experts {}", m.top_k, m.experts));
   }
+  if (m.chunks < 1 || m.chunks > 64) bad(fmt::format("--moe-chunks {}: must be in 1..64", m.chunks));
   double cf = m.capacity();
   if (!m.dropless() && !(std::isfinite(cf) && cf > 0)) {
     bad(fmt::format("--capacity-factor {}: must be a finite number > 0, or `dropless`", m.capacity_factor));

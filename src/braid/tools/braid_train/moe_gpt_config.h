@@ -11,6 +11,8 @@
 //                          error everywhere else (docs/moe.md), and a word cannot be mistaken
 //   --aux-loss-coef A      load-balancing loss weight (>= 0)
 //   --z-loss-coef Z        router z-loss weight (>= 0; 0 leaves it out)
+//   --moe-chunks C         the exchange in C pipelined chunks (Tutel; > 1 recomputes the experts
+//                          in backward: torch/moe_pipelined.h); 1 unpipelined
 #pragma once
 
 #include <string>
@@ -28,6 +30,7 @@ struct MoeTrainConfig {
   std::string capacity_factor = "1.25";  // a number > 0, or "dropless"
   double aux_loss_coef = 0.01;
   double z_loss_coef = 0.001;
+  int chunks = 1;
 
   bool dropless() const { return capacity_factor == "dropless"; }
   double capacity() const;  // the number (1 when dropless: unused)

@@ -26,7 +26,7 @@ double seconds_since(Clock::time_point start) { return std::chrono::duration<dou
 
 torch::MoeLayerOptions layer_options(const MoeTrainConfig& m) {
   return {.experts = m.experts, .top_k = m.top_k, .capacity_factor = m.capacity(), .dropless = m.dropless(),
-          .aux_loss_coef = m.aux_loss_coef, .z_loss_coef = m.z_loss_coef};
+          .aux_loss_coef = m.aux_loss_coef, .z_loss_coef = m.z_loss_coef, .chunks = m.chunks};
 }
 
 std::int64_t sum_over(Communicator& comm, std::int64_t value) {
