@@ -76,8 +76,9 @@ std::string TrainConfig::zero_fingerprint(std::int64_t steps_per_epoch) const {
 
 void add_train_flags(CLI::App& app, TrainConfig& c) {
   app.add_option("--model", c.model,
-                 "mlp | cnn (Fashion-MNIST) | gpt (character LM on fortunes, ~1.2 M parameters) | gpt-small (~25 M)")
-      ->check(CLI::IsMember({"mlp", "cnn", "gpt", "gpt-small"}))
+                 "mlp | cnn (Fashion-MNIST) | gpt (character LM on fortunes, ~1.2 M parameters) | gpt-small (~25 M) | "
+                 "moe-gpt (gpt with MoE MLPs every other block: --ep, --experts, ...)")
+      ->check(CLI::IsMember({"mlp", "cnn", "gpt", "gpt-small", "moe-gpt"}))
       ->capture_default_str();
   app.add_option("--data", c.data, "dataset directory (default: the Debian package's)");
   app.add_option("--epochs", c.epochs, "passes over the training set")->capture_default_str();
@@ -167,6 +168,7 @@ void add_train_flags(CLI::App& app, TrainConfig& c) {
   app.add_option("--inject-overflow", c.inject_overflow,
                  "testing, with --precision fp16: at this step the last rank's first gradient element becomes inf "
                  "(the step must be skipped on every rank; on the mesh, of every stage, TP rank and replica)");
+  add_moe_flags(app, c.moe);
 }
 
 namespace {
@@ -295,6 +297,7 @@ void validate(const TrainConfig& c, int world) {
   if (c.steps < 0) bad(fmt::format("--steps {}: must be at least 0", c.steps));
   if (c.batch < 1) bad(fmt::format("--batch {}: must be at least 1", c.batch));
   if (c.accumulate < 1) bad(fmt::format("--accumulate {}: must be at least 1", c.accumulate));
+  validate_moe(c, world);  // first: it names what moe-gpt does not combine with
   if (c.pp < 1 || c.tp < 1 || world % (c.pp * c.tp) != 0) {
     bad(fmt::format("--pp {} x --tp {}: each must be at least 1 and their product divide the world size {} (the "
                     "mesh is dp x pp x tp)",

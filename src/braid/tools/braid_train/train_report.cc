@@ -61,6 +61,7 @@ std::string summary_table(const RunSummary& s, bool classification) {
                      s.zero_stage > 0 ? fmt::format("; ZeRO stage {}{}", s.zero_stage,
                                                     s.zero_pp.empty() ? "" : " with ZeRO++ " + s.zero_pp)
                                       : "");
+  if (s.moe) out += moe_summary(*s.moe);
   return out;
 }
 
@@ -130,6 +131,7 @@ nlohmann::json to_json(const RunSummary& s, const TrainConfig& c) {
                          {"storage_bytes_after_step", g.storage_bytes_after_step}, {"pool_bytes", g.pool_bytes},
                          {"host_allgathers", g.host_allgathers}};
   }
+  if (s.moe) report["moe"] = moe_json(*s.moe);
   return report;
 }
 

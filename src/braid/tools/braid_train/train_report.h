@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "braid/tools/braid_train/moe_report.h"
 #include "braid/tools/braid_train/train_config.h"
 
 namespace braid::train {
@@ -90,6 +91,7 @@ struct RunSummary {
     std::int64_t host_allgathers = 0;  // hpZ: backward gathers that stayed inside the host
   };
   std::optional<Gathers> gathers;
+  std::optional<MoeRunFigures> moe;  // --model moe-gpt (moe_report.h)
 };
 
 // "epoch 2: train loss 0.412  test accuracy 85.31%  1843 samples/s  communication 23% ..."

@@ -22,6 +22,7 @@
 #include "braid/tools/braid_train/models.h"
 #include "braid/tools/braid_train/mesh_trainer.h"
 #include "braid/tools/braid_train/mixed_precision_training.h"
+#include "braid/tools/braid_train/moe_gpt_trainer.h"
 #include "braid/tools/braid_train/trainer_checkpoint.h"
 #include "braid/tools/braid_train/training_common.h"
 #include "braid/tools/braid_train/training_data.h"
@@ -316,6 +317,7 @@ RunSummary Trainer::run() {
 }  // namespace
 
 RunSummary train(Communicator& comm, const TrainConfig& config) {
+  if (config.model == "moe-gpt") return train_moe_gpt(comm, config);
   if (config.uses_mesh()) return train_on_mesh(comm, config);
   return Trainer(comm, config).run();
 }
