@@ -1,4 +1,5 @@
-// Failure paths of algorithms that synchronise through shared memory or through
+// Failure paths of algorithms that synchronise through shared memory (allreduce one_shot and
+// two_shot too) or through
 // sub-communicators (allreduce shm_direct and hierarchical; broadcast, allgather, alltoall,
 // alltoallv and reduce_scatter shm_direct): a rank killed or frozen in the middle of a run of calls ends every
 // survivor's wait with a clear error naming it, a rank calling with a different count ends
@@ -88,6 +89,7 @@ TEST_P(SharedMemoryFailureTest, MismatchedCountIsReportedAsMismatchOnEveryRank) 
 
 INSTANTIATE_TEST_SUITE_P(Algorithms, SharedMemoryFailureTest,
                          ::testing::Values(Case{"shm_direct", 2, 0}, Case{"shm_direct", 3, 0},
+                                           Case{"one_shot", 2, 0}, Case{"two_shot", 3, 0},
                                            Case{"hierarchical", 4, 2}, Case{"shm_direct", 3, 0, "broadcast"},
                                            Case{"shm_direct", 3, 0, "allgather"}, Case{"shm_direct", 3, 0, "alltoall"},
                                            Case{"shm_direct", 3, 0, "reduce_scatter"},

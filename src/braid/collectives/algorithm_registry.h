@@ -27,6 +27,8 @@ const AlgorithmEntry* find_algorithm(OpKind op, std::string_view name);
 // The entry's id in messages (Envelope::algorithm): its position in the table plus one, the
 // same on every rank of a job since all run one build. kNoAlgorithm for an unknown entry.
 std::uint8_t algorithm_id(const AlgorithmEntry& entry);
+// The entry whose algorithm_id is `id`, nullptr for kNoAlgorithm or an unknown id.
+const AlgorithmEntry* algorithm_by_id(std::uint8_t id);
 // Every algorithm of `op`, the default first (empty for an operation without algorithms). A
 // view of the table: it allocates nothing, since selection asks on every collective call.
 std::span<const AlgorithmEntry* const> algorithms_for(OpKind op);

@@ -5,6 +5,10 @@
 
 #include "braid/collectives/collective_args.h"
 
+namespace braid {
+class ShmWorkspace;
+}  // namespace braid
+
 namespace braid::algorithms {
 
 // allreduce: count = elements per rank; recv = op over ranks of send, computed in place on
@@ -17,6 +21,12 @@ void allreduce_tree(const CollectiveArgs& args);
 // Reads send directly (in place or not) and writes recv: the entry point does not copy first.
 void allreduce_shm_direct(const CollectiveArgs& args);
 bool allreduce_shm_direct_supports(const CollectiveArgs& args);  // every rank on one host, over shm
+// The latency-first small-message paths (also read send directly; supports: as shm_direct).
+// one_shot: every rank posts its input, every rank reduces all in rank order; one sync a round.
+void allreduce_one_shot(const CollectiveArgs& args);
+void allreduce_one_shot_on(const CollectiveArgs& args, ShmWorkspace& ws);  // shm_direct's small path
+// two_shot: reduce-scatter then allgather through the same slots; two syncs a round.
+void allreduce_two_shot(const CollectiveArgs& args);
 // Host-local reduce, allreduce among host leaders, host-local broadcast (host_groups.h).
 void allreduce_hierarchical(const CollectiveArgs& args);
 bool allreduce_hierarchical_supports(const CollectiveArgs& args);  // several hosts, one with several ranks

@@ -7,11 +7,9 @@
 //      staged copy directly, in rank order, into its result slot (and its output),
 //   3. waits until every peer has reduced, then copies the peers' results out (one copy out).
 //
-// Messages up to ShmWorkspace::kSmallBytes take a one-step path instead: every rank posts its
-// whole input (behind a signature of the call) and reduces all posted inputs itself, in rank
-// order, so every rank computes the same bytes. One synchronisation per call, no messages:
-// this is the latency path. The two slots alternate, so a slot is rewritten only after every
-// peer has posted the next call, which it does only after reading this one.
+// Messages up to ShmWorkspace::kSmallBytes take allreduce one_shot's path instead
+// (allreduce_one_shot.cc): every rank posts its whole input and reduces all posted inputs
+// itself, in rank order, so every rank computes the same bytes. One synchronisation per call.
 //
 // Every slice is reduced by exactly one rank and copied by the others, so all ranks hold
 // identical bytes. Per rank, the buffer is read once and written once in user memory; the
@@ -96,20 +94,11 @@ class DirectAllreduce {
 
 }  // namespace
 
-void small_allreduce(const CollectiveArgs& a, ShmWorkspace& ws) {
-  const std::uint64_t call = ws.post_call(a, a.send);
-  auto input = [&](int q) { return ws.small_slot(q, call) + ShmWorkspace::kSignatureBytes; };
-  reduce_in_rank_order(a.recv, a.comm.size(), input, a.count, a.dtype, a.reduce_op);
-}
-
 bool allreduce_shm_direct_supports(const CollectiveArgs& args) { return ShmWorkspace::usable(args.comm); }
 
 void allreduce_shm_direct(const CollectiveArgs& args) {
-  detail::CollectiveAccess access(args.comm);
-  // The small path sends no message, so nothing else would notice a failed communicator.
-  access.fabric().throw_if_poisoned();
-  ShmWorkspace& ws = access.attachment<ShmWorkspace>(args.comm, args.op, args.seq);
-  if (args.bytes(args.count) <= ShmWorkspace::kSmallBytes) return small_allreduce(args, ws);
+  ShmWorkspace& ws = shm_workspace_of(args);
+  if (args.bytes(args.count) <= ShmWorkspace::kSmallBytes) return allreduce_one_shot_on(args, ws);
   ws.post_call(args, nullptr);
   DirectAllreduce(args, ws).run();
 }

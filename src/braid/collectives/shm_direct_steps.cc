@@ -3,8 +3,16 @@
 #include <algorithm>
 
 #include "braid/collectives/exchange.h"
+#include "braid/comm/communicator_internal.h"
+#include "braid/transport/fabric.h"
 
 namespace braid::algorithms {
+
+ShmWorkspace& shm_workspace_of(const CollectiveArgs& args) {
+  detail::CollectiveAccess access(args.comm);
+  access.fabric().throw_if_poisoned();
+  return access.attachment<ShmWorkspace>(args.comm, args.op, args.seq);
+}
 
 ShmBlockRounds::ShmBlockRounds(const CollectiveArgs& args, ShmWorkspace& ws)
     : a_(args), ws_(ws), n_(args.comm.size()), r_(args.comm.rank()),

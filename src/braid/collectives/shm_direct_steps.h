@@ -26,6 +26,11 @@
 
 namespace braid::algorithms {
 
+// The communicator's workspace, created at its first shared-memory collective; throws the
+// fabric's error first if it is poisoned (the one-step paths send no message, so nothing else
+// would notice a failed communicator). Lock-free and allocation-free once it exists.
+ShmWorkspace& shm_workspace_of(const CollectiveArgs& args);
+
 // dst = input(0) op input(1) op ... op input(ranks - 1) over `count` elements, left to right.
 // input(q) returns a pointer to rank q's contribution; input(0) may be dst itself (in place),
 // no other may overlap dst.

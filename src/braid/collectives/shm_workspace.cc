@@ -23,8 +23,11 @@ namespace braid {
 namespace {
 
 constexpr std::uint32_t kWorkspaceMagic = 0x57445242;  // "BRDW"
-constexpr std::uint32_t kWorkspaceVersion = 1;
+constexpr std::uint32_t kWorkspaceVersion = 2;  // 2: call slots of kFastBytes x 2, kGathered
 constexpr std::size_t kHeaderBytes = 4096;
+// Polls with a pause between them before a waiter starts yielding (wait_for_peers): ~256 x
+// 40-140 cycles, a few microseconds.
+constexpr int kPausePolls = 256;
 // How long a sleeping waiter sleeps before it checks liveness and the deadline.
 constexpr Seconds kLivenessInterval{0.05};
 
@@ -40,11 +43,13 @@ const char* phase_name(ShmPhase phase) {
     case ShmPhase::kStaged: return "publish its data of the round";
     case ShmPhase::kReduced: return "finish the round";
     case ShmPhase::kPosted: return "post its input";
+    case ShmPhase::kGathered: return "publish its reduced block";
   }
   return "progress";
 }
 
-constexpr std::size_t kSmallSlotBytes = ShmWorkspace::kSignatureBytes + ShmWorkspace::kSmallBytes;
+constexpr std::size_t kSmallSlotBytes = ShmWorkspace::kSignatureBytes + 2 * ShmWorkspace::kFastBytes;
+static_assert(ShmWorkspace::kSmallBytes <= ShmWorkspace::kFastBytes);
 
 std::size_t segment_bytes(int ranks, std::size_t slice_bytes) {
   return kHeaderBytes + 2 * kSmallSlotBytes + (static_cast<std::size_t>(ranks) + 1) * slice_bytes;
@@ -90,7 +95,7 @@ struct ShmWorkspace::Header {
   std::uint32_t version;
   std::uint64_t ranks;
   std::uint64_t slice_bytes;
-  alignas(64) std::atomic<std::uint64_t> progress[3];  // indexed by ShmPhase: last round / call done
+  alignas(64) std::atomic<std::uint64_t> progress[4];  // indexed by ShmPhase: last round / call done
   alignas(64) std::atomic<std::uint32_t> doorbell;
   std::atomic<std::uint32_t> sleeping;
 };
@@ -265,31 +270,49 @@ void ShmWorkspace::sleep_until_published(ShmPhase phase, std::uint64_t round, Se
   own->sleeping.store(0, std::memory_order_relaxed);
 }
 
-void ShmWorkspace::wait_for_peers(ShmPhase phase, std::uint64_t round, const Deadline& deadline) {
-  if (peers_reached(phase, round)) return;
-  const FabricOptions& options = fabric_.options();
-  const auto start = Clock::now();
-  const auto spin_end = start + std::chrono::duration_cast<Clock::duration>(Seconds(options.spin_seconds));
-  // When ranks outnumber cores the peer we wait for may need this very core: yield at once.
-  while (Clock::now() < spin_end) {
-    for (int i = 0; i < 64; ++i) {
-      if (peers_reached(phase, round)) return;
-      if (options.yield_while_spinning) {
-        ::sched_yield();
-      } else {
-        _mm_pause();
-      }
+bool ShmWorkspace::spin_until_reached(ShmPhase phase, std::uint64_t round, Clock::time_point spin_end) const {
+  // With a core per rank a peer that is running arrives within a microsecond or two: poll
+  // with pauses first. Then, and from the start when ranks outnumber cores, yield at every
+  // check: the peer we wait for may need this very core, and on a machine loaded by other
+  // processes a pause loop keeps the CPU from whoever would let the peer run sooner (Open
+  // MPI's yield_when_idle does the same). The clock is read at every yield (a vDSO call):
+  // a yield can take a whole time slice, so counting yields would stretch the spin.
+  if (!fabric_.options().yield_while_spinning) {
+    for (int i = 0; i < kPausePolls; ++i) {
+      if (peers_reached(phase, round)) return true;
+      _mm_pause();
     }
   }
+  while (Clock::now() < spin_end) {
+    if (peers_reached(phase, round)) return true;
+    ::sched_yield();
+  }
+  return peers_reached(phase, round);
+}
+
+void ShmWorkspace::wait_for_peers(ShmPhase phase, std::uint64_t round, const Deadline& deadline) {
+  if (peers_reached(phase, round)) return;
+  const auto start = Clock::now();
+  const auto interval = std::chrono::duration_cast<Clock::duration>(kLivenessInterval);
+  const auto spin_end = start + std::chrono::duration_cast<Clock::duration>(Seconds(fabric_.options().spin_seconds));
+  if (spin_until_reached(phase, round, spin_end)) return;
+  // The first health check comes one interval into the wait: the fabric's check takes its
+  // lock and may allocate, and a short sleep (a peer descheduled on a loaded machine) must keep
+  // the fast path free of both. A lost or diverged peer is still noticed within an interval.
+  auto next_check = start + interval;
   while (!peers_reached(phase, round)) {
-    // A lost peer, or an error another rank reported, ends the wait; so does a message of this
-    // collective (or an earlier one) from a peer, which means it runs another operation.
-    const ErrorContext ctx = context(-1);
-    if (auto stray = fabric_.check_health(world_ranks_, ctx, quiet_key_)) {
-      if (stray->envelope.seq <= seq_ && !peers_reached(phase, round)) fail_on_stray_message(*stray);
+    const auto now = Clock::now();
+    if (now >= next_check) {
+      // A lost peer, or an error another rank reported, ends the wait; so does a message of
+      // this collective (or an earlier one) from a peer, which means it runs another operation.
+      const ErrorContext ctx = context(-1);
+      if (auto stray = fabric_.check_health(world_ranks_, ctx, quiet_key_)) {
+        if (stray->envelope.seq <= seq_ && !peers_reached(phase, round)) fail_on_stray_message(*stray);
+      }
+      next_check = Clock::now() + interval;
     }
     if (deadline.expired()) throw_timeout(phase, round, Seconds(Clock::now() - start).count());
-    sleep_until_published(phase, round, deadline.remaining(kLivenessInterval));
+    sleep_until_published(phase, round, deadline.remaining(Seconds(next_check - Clock::now())));
   }
 }
 

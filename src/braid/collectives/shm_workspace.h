@@ -3,13 +3,19 @@
 // each rank reads its peers' segments directly ("shared memory is used as memory, not as a
 // pipe", DESIGN.md). A rank's segment holds
 //
-//   [ header: progress counters, doorbell ][ 2 small slots ][ staging: n slices ][ result ]
+//   [ header: progress counters, doorbell ][ 2 call slots ][ staging: n slices ][ result ]
+//
+// A call slot holds a call's signature, then up to kFastBytes of input (the one-step paths:
+// small messages, allreduce one_shot and two_shot), then kFastBytes where two_shot leaves the
+// block each rank reduced.
 //
 // Synchronisation is by monotonic per-rank counters in the header (never reset, equal on
 // every rank between collectives, so stale values from an earlier call can never satisfy a
 // wait): a rank publishes "I have done phase p of round g" by storing a larger value, and
-// waits until every peer's counter reaches a target. Waiting spins for BRAID_SPIN_US (yielding
-// when ranks outnumber cores), then sleeps on its own futex doorbell, which a publisher rings
+// waits until every peer's counter reaches a target. Waiting polls a few µs with pauses (not
+// when ranks outnumber cores), then yields at every poll until BRAID_SPIN_US has passed (so a
+// peer that needs this core runs at once; the clock is read at every poll, so the spin ends on
+// time however long a yield takes), then sleeps on its own futex doorbell, which a publisher rings
 // only when the waiter says it sleeps (the fenced Dekker handshake of the shm transport). A
 // sleeping waiter wakes every 50 ms to check its peers' liveness and the deadline through the
 // Fabric, so a dead or diverged peer raises PeerLost / Timeout instead of a hang.
@@ -53,8 +59,9 @@ struct ShmCallSignature {
   friend bool operator==(const ShmCallSignature&, const ShmCallSignature&) = default;
 };
 
-// kStaged/kReduced count rounds of the sliced path; kPosted counts calls (both paths).
-enum class ShmPhase : int { kStaged = 0, kReduced = 1, kPosted = 2 };
+// kStaged/kReduced count rounds of the sliced path; kPosted counts calls (both paths);
+// kGathered counts calls too: two_shot's "my reduced block is in my slot".
+enum class ShmPhase : int { kStaged = 0, kReduced = 1, kPosted = 2, kGathered = 3 };
 
 class ShmWorkspace : public CommAttachment {
  public:
@@ -70,6 +77,9 @@ class ShmWorkspace : public CommAttachment {
   // whole input, and every rank reduces all of them itself.
   static constexpr std::size_t kSmallBytes = 8 << 10;
   static constexpr std::size_t kSignatureBytes = 64;
+  // What one round of allreduce one_shot / two_shot moves per rank (their larger messages take
+  // several rounds, one call each). 256 KiB: a round of every rank's input stays in L2/L3.
+  static constexpr std::size_t kFastBytes = 256 << 10;
 
   // Collective over `comm` (every rank on this host): creates this rank's segment, maps every
   // peer's and unlinks every name. `op` and `seq` name the collective that triggered it, for
@@ -80,6 +90,10 @@ class ShmWorkspace : public CommAttachment {
 
   // The slot of `rank` for call number `call`: signature, then (small path) data.
   std::byte* small_slot(int rank, std::uint64_t call) const;
+  // Where a call's input (post_call's small_input) lies in `rank`'s slot, and two_shot's reduced
+  // blocks after it (kFastBytes each).
+  std::byte* posted_input(int rank, std::uint64_t call) const { return small_slot(rank, call) + kSignatureBytes; }
+  std::byte* reduced_blocks(int rank, std::uint64_t call) const { return posted_input(rank, call) + kFastBytes; }
   std::byte* staging(int rank) const;  // n slices of slice_bytes()
   std::byte* result(int rank) const;   // one slice
 
@@ -103,7 +117,7 @@ class ShmWorkspace : public CommAttachment {
   // called with different counts, dtypes, ops or roots raise Mismatch before reading each
   // other's data. (A peer inside a message-based collective is noticed while waiting: its
   // message arrives.) Returns the call number (see small_slot).
-  // REQUIRES: small_input.size() <= kSmallBytes.
+  // REQUIRES: small_input.size() <= kFastBytes.
   std::uint64_t post_call(const CollectiveArgs& args, std::span<const std::byte> small_input);
   // The same with args.bytes(args.count) bytes of `small_input`, or none if it is null.
   std::uint64_t post_call(const CollectiveArgs& args, const std::byte* small_input) {
@@ -141,6 +155,8 @@ class ShmWorkspace : public CommAttachment {
   Header* header(int rank) const;
   bool peers_reached(ShmPhase phase, std::uint64_t round) const;
   void sleep_until_published(ShmPhase phase, std::uint64_t round, Seconds max_wait);
+  // The spin of wait_for_peers: true once every peer reached `round`, false when the spin ended.
+  bool spin_until_reached(ShmPhase phase, std::uint64_t round, Clock::time_point spin_end) const;
   // Errors name world ranks (as the transports' do), also on sub-communicators.
   int world_rank(int rank) const { return world_ranks_[static_cast<std::size_t>(rank)]; }
   ErrorContext context(int peer) const;  // peer: a communicator rank, or -1

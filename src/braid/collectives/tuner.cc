@@ -1,6 +1,7 @@
 #include "braid/collectives/tuner.h"
 
 #include <array>
+#include <atomic>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -36,6 +37,23 @@ class SelectionConfig : public CommAttachment {
     if (auto path = env::get(env::kTuningFile)) file_ = load_tuning_file(*path);  // throws: nothing cached
   }
 
+  // The tuner's decision for a call without a request, remembered by (op, selection bytes):
+  // the decision depends on nothing else for one communicator (tuner.h), and a lookup here is
+  // one atomic load where selection scans the tables. Lock-free: the communicator's thread and
+  // its background collective thread may both fill it; a slot holds one packed word, so a
+  // reader sees a whole decision or another key's.
+  const AlgorithmEntry* decided(OpKind op, std::uint64_t bytes) const {
+    if (bytes >= kUncachedBytes) return nullptr;
+    const std::uint64_t word = decisions_[slot_of(op, bytes)].load(std::memory_order_relaxed);
+    if ((word >> 8) != key_of(op, bytes)) return nullptr;
+    return algorithm_by_id(static_cast<std::uint8_t>(word & 0xff));
+  }
+  void remember(OpKind op, std::uint64_t bytes, const AlgorithmEntry& entry) const {
+    const std::uint8_t id = algorithm_id(entry);
+    if (bytes >= kUncachedBytes || id == kNoAlgorithm) return;
+    decisions_[slot_of(op, bytes)].store(key_of(op, bytes) << 8 | id, std::memory_order_relaxed);
+  }
+
   SelectionSources sources(OpKind op) const {
     SelectionSources sources{.file = file_ ? &*file_ : nullptr, .builtin = &builtin_tuning_table()};
     for (std::size_t i = 0; i < kForcingVariables.size(); ++i) {
@@ -49,6 +67,15 @@ class SelectionConfig : public CommAttachment {
  private:
   std::array<std::optional<std::string>, kForcingVariables.size()> forced_;  // in kForcingVariables order
   std::optional<TuningTable> file_;                                           // BRAID_TUNING_FILE's rules
+
+  // word = bytes (40 bits) | op (8) | algorithm id (8): sizes from 1 TiB up are not cached.
+  static constexpr std::uint64_t kUncachedBytes = std::uint64_t{1} << 40;
+  static constexpr std::size_t kDecisionSlots = 64;
+  static std::uint64_t key_of(OpKind op, std::uint64_t bytes) { return bytes << 8 | static_cast<std::uint8_t>(op); }
+  static std::size_t slot_of(OpKind op, std::uint64_t bytes) {
+    return static_cast<std::size_t>((key_of(op, bytes) * 0x9E3779B97F4A7C15ull) >> 58);  // top 6 bits
+  }
+  mutable std::array<std::atomic<std::uint64_t>, kDecisionSlots> decisions_{};  // 0: empty (id 0 is none)
 };
 
 // The built-in rules, in order: the first matching rule whose algorithm is usable wins
@@ -60,6 +87,9 @@ TuningTable make_builtin_table() {
   return {{
       {.op = kAllreduce,     .algorithm = "host_striped",       .min_bytes = 512 * KiB, .min_hosts = 2},
       {.op = kAllreduce,     .algorithm = "hierarchical",       .min_hosts = 2},
+      {.op = kAllreduce,     .algorithm = "one_shot",           .max_bytes = 256 * KiB - 1, .max_world = 2, .max_hosts = 1},
+      {.op = kAllreduce,     .algorithm = "one_shot",           .max_bytes = 16 * KiB - 1, .max_hosts = 1},
+      {.op = kAllreduce,     .algorithm = "two_shot",           .max_bytes = 64 * KiB - 1, .min_world = 3, .max_hosts = 1},
       {.op = kAllreduce,     .algorithm = "shm_direct",         .max_hosts = 1},
       {.op = kAllreduce,     .algorithm = "recursive_doubling", .max_bytes = 64 * KiB - 1},
       {.op = kAllreduce,     .algorithm = "ring",               .min_bytes = 64 * KiB},
@@ -205,8 +235,13 @@ const AlgorithmEntry& select_algorithm(const CollectiveArgs& args, std::span<con
 
 const AlgorithmEntry& choose_algorithm(const CollectiveArgs& args, std::string_view requested) {
   // An explicit request needs neither the environment nor the tuning file.
-  const SelectionSources sources = requested.empty() ? selection_sources(args.comm, args.op) : SelectionSources{};
-  return select_algorithm(args, algorithms_for(args.op), requested, sources);
+  if (!requested.empty()) return select_algorithm(args, algorithms_for(args.op), requested, SelectionSources{});
+  const SelectionConfig& config = detail::CollectiveAccess(args.comm).attachment<SelectionConfig>();
+  const std::uint64_t bytes = selection_bytes(args);
+  if (const AlgorithmEntry* known = config.decided(args.op, bytes)) return *known;
+  const AlgorithmEntry& chosen = select_algorithm(args, algorithms_for(args.op), requested, config.sources(args.op));
+  config.remember(args.op, bytes, chosen);
+  return chosen;
 }
 
 }  // namespace braid

@@ -70,9 +70,17 @@ Communicator& Communicator::operator=(Communicator&& other) noexcept {
   next_collective_seq_ = other.next_collective_seq_;
   next_send_seq_ = other.next_send_seq_;
   scratch_ = std::move(other.scratch_);
+  std::array<const std::type_info*, kIndexedAttachments> types{};  // take_attachments clears them
+  for (std::size_t i = 0; i < kIndexedAttachments; ++i) types[i] = other.indexed_[i].type.load(std::memory_order_relaxed);
   Attachments theirs = other.take_attachments();
   MutexLock lock(attachments_mu_);
   attachments_ = std::move(theirs);
+  const std::size_t indexed = std::min(attachments_.size(), kIndexedAttachments);
+  for (std::size_t i = 0; i < indexed; ++i) {
+    indexed_[i].type.store(types[i], std::memory_order_relaxed);
+    indexed_[i].value.store(attachments_[i].second.get(), std::memory_order_relaxed);
+  }
+  indexed_count_.store(indexed, std::memory_order_release);
   return *this;
 }
 
@@ -82,17 +90,46 @@ Communicator::~Communicator() { for_each_attachment(&CommAttachment::quiesce); }
 
 Communicator::Attachments Communicator::take_attachments() {
   MutexLock lock(attachments_mu_);
+  indexed_count_.store(0, std::memory_order_release);
+  for (auto& entry : indexed_) {
+    entry.type.store(nullptr, std::memory_order_relaxed);
+    entry.value.store(nullptr, std::memory_order_relaxed);
+  }
   return std::exchange(attachments_, {});
+}
+
+void Communicator::add_attachment_locked(const std::type_info& type, std::unique_ptr<CommAttachment> value) {
+  const std::size_t i = attachments_.size();
+  if (i < kIndexedAttachments) {
+    indexed_[i].type.store(&type, std::memory_order_relaxed);
+    indexed_[i].value.store(value.get(), std::memory_order_relaxed);
+    indexed_count_.store(i + 1, std::memory_order_release);
+  }
+  attachments_.emplace_back(std::type_index(type), std::move(value));
+}
+
+CommAttachment* Communicator::find_indexed(const std::type_info& type, bool& complete) const {
+  const std::size_t count = indexed_count_.load(std::memory_order_acquire);
+  for (std::size_t i = 0; i < count; ++i) {
+    if (*indexed_[i].type.load(std::memory_order_relaxed) == type) return indexed_[i].value.load(std::memory_order_relaxed);
+  }
+  complete = count < kIndexedAttachments;
+  return nullptr;
+}
+
+CommAttachment* Communicator::attachment_at(std::size_t i) const {
+  // Below the count the index is exact; between it and the index's size there is nothing yet.
+  const std::size_t count = indexed_count_.load(std::memory_order_acquire);
+  if (i < count) return indexed_[i].value.load(std::memory_order_relaxed);
+  if (i < kIndexedAttachments && count < kIndexedAttachments) return nullptr;
+  MutexLock lock(attachments_mu_);
+  return i < attachments_.size() ? attachments_[i].second.get() : nullptr;
 }
 
 void Communicator::for_each_attachment(void (CommAttachment::*hook)() noexcept) {
   for (std::size_t i = 0;; ++i) {
-    CommAttachment* attachment = nullptr;
-    {
-      MutexLock lock(attachments_mu_);
-      if (i >= attachments_.size()) return;
-      attachment = attachments_[i].second.get();
-    }
+    CommAttachment* attachment = attachment_at(i);
+    if (attachment == nullptr) return;
     (attachment->*hook)();
   }
 }

@@ -25,12 +25,15 @@
 // attachments) is in comm/communicator_internal.h, which is not installed.
 #pragma once
 
+#include <array>
+#include <atomic>
 #include <cstdint>
 #include <exception>
 #include <memory>
 #include <optional>
 #include <string_view>
 #include <typeindex>
+#include <typeinfo>
 #include <utility>
 #include <vector>
 
@@ -136,6 +139,15 @@ class Communicator {
   void for_each_attachment(void (CommAttachment::*hook)() noexcept);
   using Attachments = std::vector<std::pair<std::type_index, std::unique_ptr<CommAttachment>>>;
   Attachments take_attachments();  // leaves none
+  // The i-th attachment (creation order) or nullptr past the last; lock-free for the first
+  // kIndexedAttachments (indexed_), the lock beyond.
+  CommAttachment* attachment_at(std::size_t i) const;
+  // Appends to attachments_ and, while there is room, to the lock-free index.
+  void add_attachment_locked(const std::type_info& type, std::unique_ptr<CommAttachment> value)
+      BRAID_REQUIRES(attachments_mu_);
+  // The lock-free lookup of find_attachment: the attachment of `type` among the indexed ones;
+  // `complete` says whether the index holds every attachment (else the caller takes the lock).
+  CommAttachment* find_indexed(const std::type_info& type, bool& complete) const;
 
   std::shared_ptr<World> world_;
   std::vector<int> members_;  // communicator rank -> world rank
@@ -148,6 +160,18 @@ class Communicator {
   // Last, so that attachments (which may use the communicator) are destroyed first.
   mutable Mutex attachments_mu_;  // not moved: each Communicator object has its own
   Attachments attachments_ BRAID_GUARDED_BY(attachments_mu_);
+  // A lock-free mirror of the first attachments, so that a collective's fast path (every call
+  // looks up the tuner's configuration and the shared-memory workspace, and begin_collective
+  // visits every attachment) takes no mutex. Entries are written under attachments_mu_, value
+  // and type before indexed_count_ (release); readers load the count (acquire) first. Cleared
+  // only with attachments_ (take_attachments: moves and destruction, when no collective runs).
+  static constexpr std::size_t kIndexedAttachments = 8;
+  struct IndexedAttachment {
+    std::atomic<const std::type_info*> type{nullptr};
+    std::atomic<CommAttachment*> value{nullptr};
+  };
+  std::array<IndexedAttachment, kIndexedAttachments> indexed_;
+  std::atomic<std::size_t> indexed_count_{0};
 };
 
 }  // namespace braid

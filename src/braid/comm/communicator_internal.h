@@ -84,7 +84,8 @@ class CollectiveAccess {
   // The attachment of type T, created with T(args...) on first use (per communicator; lives
   // as long as it and dies before its connections). T derives from CommAttachment.
   // Attachments may be looked up and created from the thread using the communicator and from
-  // a background thread running its collectives (collective_queue.h), hence the lock; T is
+  // a background thread running its collectives (collective_queue.h), hence the lock (lookups
+  // of the first few are lock-free: Communicator::indexed_); T is
   // constructed outside it, as its constructor may use the communicator.
   template <class T, class... Args>
   T& attachment(Args&&... args) {
@@ -95,12 +96,16 @@ class CollectiveAccess {
       if (type == std::type_index(typeid(T))) return static_cast<T&>(*value);  // raced: keep the first
     }
     T& ref = *created;
-    comm_.attachments_.emplace_back(std::type_index(typeid(T)), std::move(created));
+    comm_.add_attachment_locked(typeid(T), std::move(created));
     return ref;
   }
   // The attachment of type T if it exists, else nullptr (creates nothing).
+  // Lock-free while the communicator has at most Communicator::kIndexedAttachments.
   template <class T>
   T* find_attachment() const {
+    bool complete = false;
+    if (CommAttachment* found = comm_.find_indexed(typeid(T), complete)) return static_cast<T*>(found);
+    if (complete) return nullptr;
     MutexLock lock(comm_.attachments_mu_);
     for (auto& [type, value] : comm_.attachments_) {
       if (type == std::type_index(typeid(T))) return static_cast<T*>(value.get());

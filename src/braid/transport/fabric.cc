@@ -154,6 +154,7 @@ std::optional<Fabric::Unexpected> Fabric::check_health(std::span<const int> awai
 }
 
 void Fabric::throw_if_poisoned() {
+  if (!poisoned_.load(std::memory_order_acquire)) return;
   MutexLock lock(mu_);
   if (poison_) std::rethrow_exception(poison_);
 }
@@ -166,6 +167,7 @@ void Fabric::fail(std::exception_ptr error) {
 void Fabric::poison_and_throw_locked(std::exception_ptr error) {
   if (!poison_) {
     poison_ = error;
+    poisoned_.store(true, std::memory_order_release);
     try {
       std::rethrow_exception(error);
     } catch (const Error& e) {

@@ -119,6 +119,9 @@ class Fabric {
 
   Mutex mu_;
   std::exception_ptr poison_ BRAID_GUARDED_BY(mu_);
+  // Set (release) once poison_ is: throw_if_poisoned, on every shared-memory collective's fast
+  // path, reads it without taking mu_.
+  std::atomic<bool> poisoned_{false};
   bool shut_down_ BRAID_GUARDED_BY(mu_) = false;
   FaultInjector injector_;
   ArmedFault armed_fault_ BRAID_GUARDED_BY(mu_) = ArmedFault::kNone;
