@@ -34,8 +34,10 @@ void empty_storage(const ::torch::Tensor& t) {
 
 bool holds_parameters(::torch::nn::Module& layer) { return !layer.parameters(/*recurse=*/true).empty(); }
 
+}  // namespace
+
 // Every Work waited, even when one fails, so no buffer is released under a running collective.
-void wait_all(std::vector<Work*> works) {
+void FullyShardedModule::wait_all(std::vector<Work*> works) {
   std::exception_ptr failure;
   for (Work* work : works) {
     try {
@@ -46,8 +48,6 @@ void wait_all(std::vector<Work*> works) {
   }
   if (failure) std::rethrow_exception(failure);
 }
-
-}  // namespace
 
 std::vector<ShardedUnit> units_of_layers_with_parameters(::torch::nn::Sequential& layers) {
   std::vector<ShardedUnit> units;
@@ -216,16 +216,6 @@ void FullyShardedModule::check_parameter_dtype() const {
   if (options_.hierarchical_partition) {
     throw InvalidArgument(context, "parameter_dtype bfloat16 with hierarchical_partition: hpZ's host copies are fp32");
   }
-}
-
-Work FullyShardedModule::start_exact_gather(Unit& unit) {
-  if (!sixteen_bit()) {
-    return iallgather(comm_, unit.shard.data_ptr<float>(), unit.full.data_ptr<float>(), unit.shard_elements, DType::kF32);
-  }
-  ::torch::NoGradGuard no_grad;
-  ::torch::Tensor slot = unit.full.narrow(0, comm_.rank() * unit.shard_elements, unit.shard_elements);
-  slot.copy_(unit.shard);
-  return iallgather(comm_, slot.data_ptr(), unit.full.data_ptr(), unit.shard_elements, DType::kBF16);
 }
 
 // With ZeRO++'s codecs a collective sends the encoded shard (header + body) to each peer, not its
@@ -565,46 +555,6 @@ void FullyShardedModule::step() {
 
 void FullyShardedModule::shards_written() {
   if (secondary_) secondary_->invalidate();
-}
-
-FullyShardedModule::FullParameters::FullParameters(FullyShardedModule& module) : module_(module) {
-  module_.check_not_summoned("FullyShardedModule::FullParameters");
-  std::vector<Work> works;
-  for (int u = 0; u < module_.unit_count(); ++u) {
-    module_.release(u);  // a unit left gathered by an interrupted step: gathered again below, outside the tracker
-    Unit& unit = module_.units_[static_cast<std::size_t>(u)];
-    module_.parameter_pool_.fill(unit.full);
-    works.push_back(module_.start_exact_gather(unit));
-  }
-  std::vector<Work*> pending;
-  for (Work& work : works) pending.push_back(&work);
-  wait_all(pending);
-  module_.summoned_ = true;
-}
-
-FullyShardedModule::FullParameters::~FullParameters() {
-  for (Unit& unit : module_.units_) module_.parameter_pool_.drain(unit.full);
-  module_.summoned_ = false;
-}
-
-::torch::OrderedDict<std::string, ::torch::Tensor> FullyShardedModule::full_state_dict() {
-  ::torch::OrderedDict<std::string, ::torch::Tensor> state;
-  if (!sixteen_bit()) {
-    FullParameters full(*this);
-    for (const Param& p : params_) state.insert(p.name, p.tensor.detach().clone());
-    return state;
-  }
-  // 16-bit units: the exact fp32 shards, gathered one unit at a time beside the compute copy.
-  check_not_summoned("FullyShardedModule::full_state_dict");
-  for (const Unit& unit : units_) {
-    ::torch::Tensor exact = ::torch::empty({unit.elements}, ::torch::kFloat32);
-    allgather(comm_, unit.shard.data_ptr<float>(), exact.data_ptr<float>(), unit.shard_elements, DType::kF32);
-    for (int id : unit.params) {
-      const Param& p = params_[static_cast<std::size_t>(id)];
-      state.insert(p.name, exact.narrow(0, p.offset, p.tensor.numel()).view(p.tensor.sizes()).clone());
-    }
-  }
-  return state;
 }
 
 std::int64_t FullyShardedModule::unit_storage_bytes(int u) const {

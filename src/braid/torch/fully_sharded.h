@@ -108,7 +108,7 @@ struct FullyShardedOptions {
   // ZeRO++ on stage 3 (docs/zero.md): the codec each unit's allgathers move its shards in (kInt8:
   // qwZ; kBf16 / kFp16; kNone: fp32, exact), from the exact fp32 shard every rank keeps, so the
   // quantisation never compounds; and the codec of its gradient reduce-scatter (kInt8: qgZ;
-  // fp16, bf16, sign; kNone: fp32). FullParameters always gathers exactly (evaluation, digest,
+  // fp16, bf16, sign; kNone: fp32). FullParameters always gathers exactly (with fp32 storage; evaluation, digest,
   // export see the master values).
   compress::CodecId weight_codec = compress::CodecId::kNone;
   compress::CodecId gradient_codec = compress::CodecId::kNone;
@@ -253,6 +253,7 @@ class FullyShardedModule {
   // Every rank's exact shards into unit.full in its storage dtype (16 bits: this rank's shard
   // rounded into its slot first, then in place). REQUIRES: unit.full holds a pool buffer.
   Work start_exact_gather(Unit& unit);
+  static void wait_all(std::vector<Work*> works);
 
   void build_units(std::vector<ShardedUnit> ranges);
   void add_parameters_of(int layer, Unit& unit, std::set<const void*>& seen);

@@ -34,6 +34,9 @@
 // of the last rank's shard, past the bucket's elements) is outside every stepped range, so it
 // stays exactly 0 whatever the optimizer (weight decay included).
 //
+// 16-bit parameters (ZeroOptions::parameter_dtype bf16, mixed precision): the flat tensors are
+// bf16 instead, and the inner optimizer steps an fp32 master shard per bucket (as with qwZ).
+//
 // step(): each shard's .grad is set to GradSync's averaged shard itself (a from_blob view of the
 // reduce-scatter's receive buffer, its real part: no copy and no gradient memory of our own;
 // valid from finish() until the next step's first launch, which is as long as step() needs),
