@@ -68,9 +68,12 @@ class TrainTest : public ::testing::Test {
   // (its parameter count), fp32 weights and gradients and `optimizer_bytes` of state per
   // parameter (no master copy: fp32 training steps the parameters themselves).
   double planned_model_state(const std::string& ddp, int ranks, int zero, int optimizer_bytes) const {
-    ToolResult plan = run_tool("braid-plan", fmt::format("memory --params {} --dtype fp32 --optimizer-bytes {} --dp {} "
-                                                         "--zero {} --json",
-                                                         state(ddp, "parameters") / 4, optimizer_bytes, ranks, zero));
+    return plan_memory(fmt::format("--params {} --dtype fp32 --optimizer-bytes {} --dp {} --zero {}",
+                                   state(ddp, "parameters") / 4, optimizer_bytes, ranks, zero));
+  }
+  // `braid-plan memory <args> --json`'s model_state_bytes.
+  static double plan_memory(const std::string& args) {
+    ToolResult plan = run_tool("braid-plan", "memory " + args + " --json");
     EXPECT_EQ(plan.exit_code, 0) << plan.output;
     nlohmann::json report = nlohmann::json::parse(plan.output);
     for (const nlohmann::json& section : report["sections"]) {

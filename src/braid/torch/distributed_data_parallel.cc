@@ -93,17 +93,28 @@ void DistributedDataParallel::register_gradients() {
     if (!releases_gradients()) p.mutable_grad() = ::torch::zeros_like(p, ::torch::MemoryFormat::Contiguous);
     grad_data_.push_back(p.grad().defined() ? p.grad().data_ptr() : nullptr);
     int id = sync_->add_param(names_[i], grad_data_.back(), p.numel(), DType::kF32, matrix_shape(p));
-    if (!options_.overlap) continue;
-    // The accumulator is the node that adds this backward's gradient into .grad; its post hook
-    // runs once that is done, i.e. when the gradient is final.
-    std::shared_ptr<::torch::autograd::Node> accumulator = ::torch::autograd::impl::grad_accumulator(p);
-    std::uintptr_t key = accumulator->add_post_hook(std::make_unique<::torch::autograd::utils::LambdaPostHook>(
-        [this, id](const ::torch::autograd::variable_list& outputs, const ::torch::autograd::variable_list&) {
-          mark_ready(id);
-          return outputs;
-        }));
-    hooks_.emplace_back(std::move(accumulator), key);
+    if (options_.overlap) hook_accumulator(id);
   }
+}
+
+// The accumulator is the node that adds this backward's gradient into .grad; its post hook
+// runs once that is done, i.e. when the gradient is final.
+void DistributedDataParallel::hook_accumulator(int id) {
+  std::shared_ptr<::torch::autograd::Node> accumulator =
+      ::torch::autograd::impl::grad_accumulator(params_[static_cast<std::size_t>(id)]);
+  std::uintptr_t key = accumulator->add_post_hook(std::make_unique<::torch::autograd::utils::LambdaPostHook>(
+      [this, id](const ::torch::autograd::variable_list& outputs, const ::torch::autograd::variable_list&) {
+        mark_ready(id);
+        return outputs;
+      }));
+  hooks_.emplace_back(std::move(accumulator), key);
+}
+
+void DistributedDataParallel::rehook_accumulators() {
+  for (auto& [accumulator, key] : hooks_) accumulator->del_post_hook(key);
+  hooks_.clear();
+  if (!options_.overlap) return;
+  for (std::size_t id = 0; id < params_.size(); ++id) hook_accumulator(static_cast<int>(id));
 }
 
 void DistributedDataParallel::mark_ready(int id) {
@@ -111,8 +122,15 @@ void DistributedDataParallel::mark_ready(int id) {
     sync_->mark_ready(id);
     return;
   }
-  const ::torch::Tensor& grad = params_[static_cast<std::size_t>(id)].grad();
-  // AccumulateGrad lays a new gradient out like its (contiguous, float32) parameter.
+  ::torch::Tensor& param = params_[static_cast<std::size_t>(id)];
+  // A ZeroOptimizer with bf16 parameters (ZeroOptions::parameter_dtype): autograd allocates the
+  // gradient in the parameter's dtype; it is kept in fp32 from here on (the next micro-batch's
+  // gradients accumulate into it in fp32, and GradSync reduces fp32), as in fp32 storage.
+  if (param.grad().defined() && param.grad().scalar_type() == ::torch::kBFloat16) {
+    param.mutable_grad() = param.grad().to(::torch::kFloat32);
+  }
+  const ::torch::Tensor& grad = param.grad();
+  // AccumulateGrad lays a new gradient out like its (contiguous) parameter.
   BRAID_CHECK(grad.defined() && grad.is_contiguous() && grad.scalar_type() == ::torch::kFloat32, InvalidArgument,
               {.rank = comm_.rank(), .op = "DistributedDataParallel"},
               "the gradient of '{}' is not a dense contiguous float32 tensor", names_[static_cast<std::size_t>(id)]);

@@ -109,6 +109,10 @@ class DistributedDataParallel {
   // Their names (the module's named_parameters keys), by the same index.
   const std::vector<std::string>& parameter_names() const { return names_; }
   std::int64_t parameter_count() const;
+  // After the parameters' data changed dtype (set_data: a ZeroOptimizer storing them in bf16),
+  // autograd has dropped their gradient accumulators, and with them the ready hooks: hooks the
+  // new ones. Call once, before the next backward.
+  void rehook_accumulators();
   // ZeRO-2 (zero_stage 2): the gradients are released bucket by bucket as GradSync copies them
   // (see the file comment); the most gradient bytes alive at once during a backward, over the
   // wrapper's life. 0 for the other stages (their .grad tensors live for good).
@@ -123,6 +127,7 @@ class DistributedDataParallel {
   void register_gradients();
   void check_gradients_in_place() const;
   void mark_ready(int id);
+  void hook_accumulator(int id);
   void release_gradients(int bucket);
 
   Communicator& comm_;

@@ -34,8 +34,10 @@ void empty_storage(const ::torch::Tensor& t) {
 
 bool holds_parameters(::torch::nn::Module& layer) { return !layer.parameters(/*recurse=*/true).empty(); }
 
+}  // namespace
+
 // Every Work waited, even when one fails, so no buffer is released under a running collective.
-void wait_all(std::vector<Work*> works) {
+void FullyShardedModule::wait_all(std::vector<Work*> works) {
   std::exception_ptr failure;
   for (Work* work : works) {
     try {
@@ -46,8 +48,6 @@ void wait_all(std::vector<Work*> works) {
   }
   if (failure) std::rethrow_exception(failure);
 }
-
-}  // namespace
 
 std::vector<ShardedUnit> units_of_layers_with_parameters(::torch::nn::Sequential& layers) {
   std::vector<ShardedUnit> units;
@@ -160,6 +160,13 @@ void FullyShardedModule::build_buffer(Unit& unit) {
   }
   broadcast(comm_, unit.full.data_ptr<float>(), unit.elements, DType::kF32, 0);
   unit.shard = unit.full.narrow(0, comm_.rank() * unit.shard_elements, unit.shard_elements).clone();
+  if (sixteen_bit()) {  // the exact values are in the shard now: the compute copy becomes 16-bit
+    unit.full = ::torch::empty({unit.elements}, options_.parameter_dtype);
+    for (int id : unit.params) {
+      Param& p = params_[static_cast<std::size_t>(id)];
+      p.tensor.set_data(unit.full.narrow(0, p.offset, p.tensor.numel()).view(p.tensor.sizes()));
+    }
+  }
   unit.shard.set_requires_grad(true);
   unit.shard.mutable_grad() = ::torch::zeros({unit.shard_elements}, ::torch::kFloat32);
   empty_storage(unit.full);
@@ -174,20 +181,41 @@ void FullyShardedModule::build_buffers() {
   layout_ = engine::plan_shard_layout(infos, {.world_size = comm_.size(), .alignment_bytes = options_.alignment_bytes});
   std::int64_t largest = 0;
   for (const engine::FlatBuffer& buffer : layout_.buffers) largest = std::max(largest, buffer.elements);
-  auto buffer_bytes = static_cast<std::size_t>(largest) * sizeof(float);
+  check_parameter_dtype();
+  const auto element_bytes = static_cast<std::int64_t>(::c10::elementSize(options_.parameter_dtype));
+  auto buffer_bytes = static_cast<std::size_t>(largest * element_bytes);
   parameter_pool_ = StoragePool(buffer_bytes, options_.max_gathered_units);
-  gradient_pool_ = StoragePool(buffer_bytes, kIdleGradientBuffers);
+  gradient_pool_ = StoragePool(static_cast<std::size_t>(largest) * sizeof(float), kIdleGradientBuffers);  // fp32 always
   ::torch::NoGradGuard no_grad;
   std::vector<std::int64_t> unit_bytes, shard_bytes;
   for (Unit& unit : units_) {
     build_buffer(unit);
-    unit_bytes.push_back(unit.elements * static_cast<std::int64_t>(sizeof(float)));
+    unit_bytes.push_back(unit.elements * element_bytes);
     shard_bytes.push_back(unit.shard_elements * static_cast<std::int64_t>(sizeof(float)));
   }
   tracker_ = parallel::UnitGatherTracker(unit_bytes, shard_bytes, comm_.size(), options_.max_gathered_units);
   set_compressed_wire();
   broadcast_buffers();
   next_reduce_ = unit_count() - 1;
+}
+
+void FullyShardedModule::check_parameter_dtype() const {
+  ErrorContext context{.rank = comm_.rank(), .op = "FullyShardedModule"};
+  if (!sixteen_bit()) return;
+  if (options_.parameter_dtype != ::torch::kBFloat16) {
+    throw InvalidArgument(context, fmt::format("parameter_dtype {}: the gathered units are stored in float32 or "
+                                               "bfloat16 (LibTorch 1.13 has no fp16 CPU matmul to compute with "
+                                               "fp16 parameters)",
+                                               ::c10::toString(options_.parameter_dtype)));
+  }
+  if (options_.weight_codec != compress::CodecId::kNone && options_.weight_codec != compress::CodecId::kBf16) {
+    throw InvalidArgument(context, fmt::format("parameter_dtype bfloat16 with weight_codec {}: the 16-bit units are "
+                                               "gathered in bf16; choose one",
+                                               compress::codec_name(options_.weight_codec)));
+  }
+  if (options_.hierarchical_partition) {
+    throw InvalidArgument(context, "parameter_dtype bfloat16 with hierarchical_partition: hpZ's host copies are fp32");
+  }
 }
 
 // With ZeRO++'s codecs a collective sends the encoded shard (header + body) to each peer, not its
@@ -213,7 +241,7 @@ void FullyShardedModule::set_compressed_wire() {
       if (codec == CodecId::kNone) return s * static_cast<std::int64_t>(sizeof(float));
       return static_cast<std::int64_t>(compress::quantized_allgather_payload_bytes(s, 0, codec));
     };
-    gather_payload_.push_back(payload(options_.weight_codec));
+    gather_payload_.push_back(sixteen_bit() ? s * 2 : payload(options_.weight_codec));  // 16 bits: the raw bf16 shard
     tracker_.set_wire_payload(u, gather_payload_.back(), payload(options_.gradient_codec));
   }
   if (options_.hierarchical_partition) {
@@ -230,6 +258,12 @@ void FullyShardedModule::hook_accumulators() {
     std::uintptr_t key = accumulator->add_post_hook(std::make_unique<::torch::autograd::utils::LambdaPostHook>(
         [this, id = static_cast<int>(i)](const ::torch::autograd::variable_list& outputs,
                                          const ::torch::autograd::variable_list&) {
+          // 16-bit parameters get 16-bit gradients from autograd: kept in fp32 from here on, so
+          // the next micro-batch accumulates into fp32 as with fp32 storage.
+          ::torch::Tensor& param = params_[static_cast<std::size_t>(id)].tensor;
+          if (sixteen_bit() && param.grad().defined() && param.grad().scalar_type() != ::torch::kFloat32) {
+            param.mutable_grad() = param.grad().to(::torch::kFloat32);
+          }
           gradient_final(id);
           return outputs;
         }));
@@ -289,14 +323,13 @@ void FullyShardedModule::issue_gather(int u, int direction) {
     ++host_allgathers_;
     return;
   }
-  if (options_.weight_codec != compress::CodecId::kNone) {  // qwZ: every rank decodes its own shard too
+  if (options_.weight_codec != compress::CodecId::kNone && !sixteen_bit()) {  // qwZ: every rank decodes its own shard too
     unit.gather = compress::iquantized_allgather(comm_, unit.shard.data_ptr<float>(), unit.shard_elements,
                                                  unit.full.data_ptr<float>(),
                                                  {.codec = options_.weight_codec, .name = unit.range.name});
     return;
   }
-  unit.gather = iallgather(comm_, unit.shard.data_ptr<float>(), unit.full.data_ptr<float>(), unit.shard_elements,
-                           DType::kF32);
+  unit.gather = start_exact_gather(unit);
 }
 
 void FullyShardedModule::timed_wait(Work& work) {
@@ -522,34 +555,6 @@ void FullyShardedModule::step() {
 
 void FullyShardedModule::shards_written() {
   if (secondary_) secondary_->invalidate();
-}
-
-FullyShardedModule::FullParameters::FullParameters(FullyShardedModule& module) : module_(module) {
-  module_.check_not_summoned("FullyShardedModule::FullParameters");
-  std::vector<Work> works;
-  for (int u = 0; u < module_.unit_count(); ++u) {
-    module_.release(u);  // a unit left gathered by an interrupted step: gathered again below, outside the tracker
-    Unit& unit = module_.units_[static_cast<std::size_t>(u)];
-    module_.parameter_pool_.fill(unit.full);
-    works.push_back(iallgather(module_.comm_, unit.shard.data_ptr<float>(), unit.full.data_ptr<float>(),
-                               unit.shard_elements, DType::kF32));
-  }
-  std::vector<Work*> pending;
-  for (Work& work : works) pending.push_back(&work);
-  wait_all(pending);
-  module_.summoned_ = true;
-}
-
-FullyShardedModule::FullParameters::~FullParameters() {
-  for (Unit& unit : module_.units_) module_.parameter_pool_.drain(unit.full);
-  module_.summoned_ = false;
-}
-
-::torch::OrderedDict<std::string, ::torch::Tensor> FullyShardedModule::full_state_dict() {
-  FullParameters full(*this);
-  ::torch::OrderedDict<std::string, ::torch::Tensor> state;
-  for (const Param& p : params_) state.insert(p.name, p.tensor.detach().clone());
-  return state;
 }
 
 std::int64_t FullyShardedModule::unit_storage_bytes(int u) const {

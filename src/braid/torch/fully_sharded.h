@@ -108,13 +108,23 @@ struct FullyShardedOptions {
   // ZeRO++ on stage 3 (docs/zero.md): the codec each unit's allgathers move its shards in (kInt8:
   // qwZ; kBf16 / kFp16; kNone: fp32, exact), from the exact fp32 shard every rank keeps, so the
   // quantisation never compounds; and the codec of its gradient reduce-scatter (kInt8: qgZ;
-  // fp16, bf16, sign; kNone: fp32). FullParameters always gathers exactly (evaluation, digest,
+  // fp16, bf16, sign; kNone: fp32). FullParameters always gathers exactly (with fp32 storage; evaluation, digest,
   // export see the master values).
   compress::CodecId weight_codec = compress::CodecId::kNone;
   compress::CodecId gradient_codec = compress::CodecId::kNone;
   // ZeRO++ hpZ (secondary_partition.h): each unit's backward allgather rebuilds it from a host-local
   // copy the forward left, over the host's ranks only. Costs n / k shards of memory per unit.
   bool hierarchical_partition = false;
+  // The dtype each gathered unit is stored in (the compute copy): kFloat32, or kBFloat16 (mixed
+  // precision's 16-bit parameters: half the gathered bytes and the pool's). With kBFloat16 the
+  // rank's fp32 shard stays the master the optimizer steps and checkpoints save; each gather
+  // rounds it (to nearest even) into the rank's slot of the unit and allgathers in place in bf16
+  // (FullParameters too: evaluation, digest and export then see the bf16 values the forward
+  // computes with; full_state_dict() still gathers the exact fp32 values). The parameters are
+  // bf16 tensors: run the forward under bf16 autocast. Their gradients are kept in fp32 (each
+  // is converted once final, so micro-batches accumulate in fp32). weight_codec must be kNone
+  // or kBf16 (the wire is the storage), and hierarchical_partition is refused.
+  ::torch::ScalarType parameter_dtype = ::torch::kFloat32;
 };
 
 // One step's traffic, for the run report.
@@ -238,6 +248,12 @@ class FullyShardedModule {
     bool host_gather = false;   // hpZ: the gather in flight rebuilds from the host's slices
   };
   void set_compressed_wire();
+  void check_parameter_dtype() const;
+  bool sixteen_bit() const { return options_.parameter_dtype != ::torch::kFloat32; }
+  // Every rank's exact shards into unit.full in its storage dtype (16 bits: this rank's shard
+  // rounded into its slot first, then in place). REQUIRES: unit.full holds a pool buffer.
+  Work start_exact_gather(Unit& unit);
+  static void wait_all(std::vector<Work*> works);
 
   void build_units(std::vector<ShardedUnit> ranges);
   void add_parameters_of(int layer, Unit& unit, std::set<const void*>& seen);

@@ -16,16 +16,21 @@
 namespace braid::torch {
 namespace {
 
-// Moves bucket `bucket`'s parameters into `flat` (at the plan's offsets) and points each
-// parameter's data at its view of it. set_data keeps the parameter object (its autograd meta:
-// the .grad tensor GradSync reads, the accumulator DDP hooks), so only the values move.
-void flatten_into(const ::torch::Tensor& flat, const engine::Bucket& bucket,
-                  const std::vector<::torch::Tensor>& params) {
+// Copies bucket `bucket`'s parameters into `flat` (at the plan's offsets).
+void copy_into(const ::torch::Tensor& flat, const engine::Bucket& bucket, const std::vector<::torch::Tensor>& params) {
   for (std::size_t slot = 0; slot < bucket.params.size(); ++slot) {
     const ::torch::Tensor& p = params[static_cast<std::size_t>(bucket.params[slot])];
-    ::torch::Tensor view = flat.narrow(0, bucket.offsets[slot], p.numel());
-    view.copy_(p.detach().reshape({-1}));
-    p.set_data(view.view(p.sizes()));
+    flat.narrow(0, bucket.offsets[slot], p.numel()).copy_(p.detach().reshape({-1}));
+  }
+}
+
+// Points each parameter's data at its view of `flat` (which may change its dtype). set_data
+// keeps the parameter object (its autograd meta: the .grad tensor GradSync reads, the
+// accumulator DDP hooks), so only the values move.
+void point_into(const ::torch::Tensor& flat, const engine::Bucket& bucket, const std::vector<::torch::Tensor>& params) {
+  for (std::size_t slot = 0; slot < bucket.params.size(); ++slot) {
+    const ::torch::Tensor& p = params[static_cast<std::size_t>(bucket.params[slot])];
+    p.set_data(flat.narrow(0, bucket.offsets[slot], p.numel()).view(p.sizes()));
   }
 }
 
@@ -40,20 +45,42 @@ ZeroOptimizer::ZeroOptimizer(DistributedDataParallel& ddp, const OptimizerFactor
                                                "gradient shards of stage 1 or 2 (DdpOptions::zero_stage)",
                                                zero_stage));
   }
+  check_options();
   GradSync& sync = ddp_.grad_sync();
   sync.plan_buckets();
   std::vector<::torch::Tensor> owned;
   ::torch::NoGradGuard no_grad;
   for (int b = 0; b < static_cast<int>(sync.plan().buckets.size()); ++b) {
     Shard s{.layout = sync.bucket_shard(b)};
+    const engine::Bucket& bucket = sync.plan().buckets[static_cast<std::size_t>(b)];
+    // Flattened in fp32 first: the master shard is cut from the exact values, and only then is
+    // the compute copy rounded to 16 bits.
     s.flat = ::torch::zeros({s.layout.padded}, ::torch::kFloat32);
-    flatten_into(s.flat, sync.plan().buckets[static_cast<std::size_t>(b)], ddp_.parameters());
+    copy_into(s.flat, bucket, ddp_.parameters());
     s.owned = owned_shard(s, b);
+    if (sixteen_bit()) s.flat = s.flat.to(zero_.parameter_dtype);
+    point_into(s.flat, bucket, ddp_.parameters());
     owned.push_back(s.owned);
     shards_.push_back(std::move(s));
   }
+  if (sixteen_bit()) ddp_.rehook_accumulators();  // set_data to another dtype dropped the accumulators
   inner_ = make_inner(std::move(owned));
   if (!inner_) throw InvalidArgument(context, "the optimizer factory returned no optimizer");
+}
+
+void ZeroOptimizer::check_options() const {
+  ErrorContext context{.rank = ddp_.communicator().rank(), .op = "ZeroOptimizer"};
+  if (zero_.parameter_dtype == ::torch::kFloat32) return;
+  if (zero_.parameter_dtype != ::torch::kBFloat16) {
+    throw InvalidArgument(context, fmt::format("parameter_dtype {}: the flat parameters are stored in float32 or "
+                                               "bfloat16 (LibTorch 1.13 has no fp16 CPU matmul to compute with "
+                                               "fp16 parameters)",
+                                               ::c10::toString(zero_.parameter_dtype)));
+  }
+  if (zero_.quantize_weights) {
+    throw InvalidArgument(context, "parameter_dtype bfloat16 with quantize_weights: the 16-bit parameters are "
+                                   "allgathered in bf16, qwZ would gather them in int8; choose one");
+  }
 }
 
 // The inner optimizer's parameter for a bucket: a leaf of its own (detach()) sharing the
@@ -65,14 +92,14 @@ ZeroOptimizer::ZeroOptimizer(DistributedDataParallel& ddp, const OptimizerFactor
   std::int64_t real = s.layout.end - s.layout.begin;
   ::torch::Tensor base = s.flat;
   std::int64_t begin = s.layout.begin;
-  if (zero_.quantize_weights) {
+  if (keeps_master()) {
     s.master = s.flat.narrow(0, first, s.layout.shard).clone();  // the exact values, padding 0
     base = s.master;
     begin = real == 0 ? 0 : begin - first;  // an all-padding shard's begin lies before `first`
   }
   ::torch::Tensor owned = base.narrow(0, begin, real).detach();
   BRAID_CHECK(owned.data_ptr<float>() == base.data_ptr<float>() + begin, Mismatch, context,
-              "bucket {}: the shard is not a view of the {}", bucket, zero_.quantize_weights ? "master shard" : "flat parameters");
+              "bucket {}: the shard is not a view of the {}", bucket, keeps_master() ? "master shard" : "flat parameters");
   owned.set_requires_grad(true);
   return owned;
 }
@@ -117,14 +144,22 @@ void ZeroOptimizer::step() {
 
 // One allgather per bucket, all in flight. Plain: in place on the parameters (this rank's
 // updated shard already sits at rank x shard). qwZ: from the master shard, int8 on the wire;
-// every rank, this one included, dequantises every shard into the flat parameters.
+// every rank, this one included, dequantises every shard into the flat parameters. 16-bit
+// parameters: the master shard rounded into this rank's slot, then in place in bf16.
 std::vector<Work> ZeroOptimizer::start_gathers() {
   Communicator& comm = ddp_.communicator();
   int rank = comm.rank();
   std::vector<Work> works;
+  ::torch::NoGradGuard no_grad;
   for (std::size_t b = 0; b < shards_.size(); ++b) {
     Shard& s = shards_[b];
     if (s.layout.shard == 0) continue;  // an empty bucket, on every rank alike
+    if (sixteen_bit()) {
+      ::torch::Tensor slot = s.flat.narrow(0, rank * s.layout.shard, s.layout.shard);
+      slot.copy_(s.master);
+      works.push_back(iallgather(comm, slot.data_ptr(), s.flat.data_ptr(), s.layout.shard, DType::kBF16));
+      continue;
+    }
     float* flat = s.flat.data_ptr<float>();
     if (zero_.quantize_weights) {
       works.push_back(compress::iquantized_allgather(comm, s.master.data_ptr<float>(), s.layout.shard, flat,
@@ -151,9 +186,10 @@ void ZeroOptimizer::gather_parameters() {
 }
 
 std::uint64_t ZeroOptimizer::gather_wire_bytes() const {
+  const auto peers = static_cast<std::uint64_t>(ddp_.communicator().size() - 1);
+  if (sixteen_bit()) return fp32_gather_wire_bytes() / sizeof(float) * 2;  // (n-1) x shard x 2 per bucket
   if (!zero_.quantize_weights) return fp32_gather_wire_bytes();
   std::uint64_t bytes = 0;
-  const auto peers = static_cast<std::uint64_t>(ddp_.communicator().size() - 1);
   for (const Shard& s : shards_) {
     if (s.layout.shard > 0) bytes += peers * compress::quantized_allgather_payload_bytes(s.layout.shard, zero_.weight_block, zero_.weight_codec);
   }

@@ -34,6 +34,9 @@
 // of the last rank's shard, past the bucket's elements) is outside every stepped range, so it
 // stays exactly 0 whatever the optimizer (weight decay included).
 //
+// 16-bit parameters (ZeroOptions::parameter_dtype bf16, mixed precision): the flat tensors are
+// bf16 instead, and the inner optimizer steps an fp32 master shard per bucket (as with qwZ).
+//
 // step(): each shard's .grad is set to GradSync's averaged shard itself (a from_blob view of the
 // reduce-scatter's receive buffer, its real part: no copy and no gradient memory of our own;
 // valid from finish() until the next step's first launch, which is as long as step() needs),
@@ -81,6 +84,18 @@ struct ZeroOptions {
   // What the quantised allgather moves: int8 (qwZ), or bf16 / fp16, the 16-bit weights of mixed
   // precision (--precision bf16|fp16: half the bytes; the master shards exact as for int8).
   compress::CodecId weight_codec = compress::CodecId::kInt8;
+  // The dtype the flat parameters (the model's compute copy, whole on every rank) are stored in:
+  // kFloat32, or kBFloat16 (mixed precision's 16-bit parameters: half the bytes of the full
+  // buffer). With kBFloat16 every rank keeps an exact fp32 master shard (as qwZ does) which the
+  // inner optimizer steps; each step rounds it to bf16 (to nearest even) into the rank's slot of
+  // the flat tensor, and the flat tensors are allgathered in place in bf16 (2 bytes per element
+  // on the wire). The parameters become bf16 tensors: run the forward under bf16 autocast (an
+  // fp32 input meets bf16 weights otherwise). Their gradients stay fp32 (stage 1: DDP's .grad
+  // buffers, which autograd accumulates the bf16 gradients into; stage 2: converted as each is
+  // handed to GradSync), so the reduce-scatter and the step see what they see in fp32 storage.
+  // Not with quantize_weights (the codec is the storage), nor kHalf (LibTorch 1.13 has no fp16
+  // CPU matmul: fp16 parameters could not be computed with).
+  ::torch::ScalarType parameter_dtype = ::torch::kFloat32;
 };
 
 using OptimizerFactory = std::function<std::unique_ptr<::torch::optim::Optimizer>(std::vector<::torch::Tensor>)>;
@@ -147,12 +162,13 @@ class ZeroOptimizer {
   const ZeroOptions& zero_options() const { return zero_; }
 
   ::torch::optim::Optimizer& inner() { return *inner_; }
-  // Bucket b's parameters, flat ([padded] floats; every parameter of the bucket is a view of it).
+  // Bucket b's parameters, flat ([padded] elements of ZeroOptions::parameter_dtype; every
+  // parameter of the bucket is a view of it).
   const ::torch::Tensor& flat_parameters(int bucket) const { return at(bucket).flat; }
   // The inner optimizer's parameter for bucket b: [begin, end) of flat_parameters(b) (qwZ: the
   // real part of master_shard(b)).
   const ::torch::Tensor& shard(int bucket) const { return at(bucket).owned; }
-  // qwZ: bucket b's exact fp32 shard ([shard] floats, padding 0); undefined without qwZ.
+  // qwZ or 16-bit parameters: bucket b's exact fp32 shard ([shard] floats, padding 0); else undefined.
   const ::torch::Tensor& master_shard(int bucket) const { return at(bucket).master; }
   int stage() const { return ddp_.options().zero_stage; }
   // For checkpoints (zero_checkpoint.h): the wrapped DDP, the buckets and this rank's shard of
@@ -167,14 +183,18 @@ class ZeroOptimizer {
  private:
   struct Shard {
     BucketShard layout;
-    ::torch::Tensor flat;   // [padded] fp32: the bucket's parameters at the plan's offsets, 0 padding
+    ::torch::Tensor flat;   // [padded] parameter_dtype: the bucket's parameters at the plan's offsets, 0 padding
     ::torch::Tensor owned;  // [end - begin]: a leaf over flat's [begin, end), .grad GradSync's shard
-    // qwZ: [shard] fp32, this rank's exact shard (padding 0); `owned` is a leaf over its real
-    // part instead of over flat's, and flat receives the dequantised values.
+    // qwZ or 16-bit parameters: [shard] fp32, this rank's exact shard (padding 0); `owned` is a
+    // leaf over its real part instead of over flat's, and flat receives the rounded values.
     ::torch::Tensor master;
   };
 
   const Shard& at(int bucket) const { return shards_.at(static_cast<std::size_t>(bucket)); }
+  // Whether the inner optimizer steps a separate fp32 master shard (qwZ, 16-bit parameters).
+  bool keeps_master() const { return zero_.quantize_weights || sixteen_bit(); }
+  bool sixteen_bit() const { return zero_.parameter_dtype != ::torch::kFloat32; }
+  void check_options() const;
   void load_gradients();  // once per step: GradSync's shards become the owned shards' gradients
   // This rank's share of the squared norm: its real shard elements of the counted parameters.
   double shard_gradient_squares(const GradientNormScope& scope) const;

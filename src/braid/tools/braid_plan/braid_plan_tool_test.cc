@@ -74,6 +74,16 @@ TEST(BraidPlanToolTest, Fp32AdamHasNoMasterCopy) {
       6e6);
 }
 
+// --grad-dtype: 16-bit weights with fp32 gradient buffers (braid-train's ZeRO-1/2 under
+// --precision bf16): the gradients count 4 bytes, the weights still 2.
+TEST(BraidPlanToolTest, GradDtypeSetsTheGradientBytesOnly) {
+  const char* args = "memory --params 1M --dtype bf16 --grad-dtype fp32 --optimizer-bytes 8 --dp 2 --zero 1";
+  EXPECT_DOUBLE_EQ(result_value(run_json(args), "gradient_bytes"), 4e6);
+  EXPECT_DOUBLE_EQ(result_value(run_json(args), "weight_bytes"), 2e6);
+  EXPECT_DOUBLE_EQ(result_value(run_json(args), "model_state_bytes"), 10e6);
+  EXPECT_DOUBLE_EQ(result_value(run_json("memory --params 1M --dtype bf16 --dp 2 --zero 1"), "gradient_bytes"), 2e6);
+}
+
 TEST(BraidPlanToolTest, ExplainSubstitutesTheNumbers) {
   ToolResult kv = run_tool("kv --model llama-70b --tokens 2048 --explain");
   ASSERT_EQ(kv.exit_code, 0) << kv.output;

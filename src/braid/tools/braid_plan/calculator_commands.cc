@@ -91,6 +91,7 @@ struct MemoryFlags {
   LayoutFlags layout;
   PrecisionFlags precision;
   std::string device_memory = "80GiB";
+  std::string grad_dtype;  // empty: --dtype's
 };
 
 Report memory_report(const MemoryFlags& f) {
@@ -100,9 +101,11 @@ Report memory_report(const MemoryFlags& f) {
   const double device = parse_bytes(f.device_memory, "--device-memory");
   Report r{.command = "memory"};
   r.inputs = {{"model", describe(m)}, {"layout", describe(l)}, {"dtype", f.precision.dtype}, {"device_memory", device}};
+  if (!f.grad_dtype.empty()) r.inputs.push_back({"grad_dtype", f.grad_dtype});
   validate_model_split(m, l.tp, l.pp);
+  const double grad_bytes = f.grad_dtype.empty() ? o.grad_bytes : precision_bytes(f.grad_dtype, "--grad-dtype");
   Estimates states = model_state_memory({.params = m.params(), .weight_bytes = o.weight_bytes,
-                                         .grad_bytes = o.grad_bytes, .optimizer_bytes = o.optimizer_bytes, .dp = l.dp,
+                                         .grad_bytes = grad_bytes, .optimizer_bytes = o.optimizer_bytes, .dp = l.dp,
                                          .tp = l.tp, .pp = l.pp, .zero = l.zero});
   r.sections.push_back({fmt::format("model states per device: Phi = {:.4g}, dp = {}, tp = {}, pp = {}, ZeRO-{}",
                                     m.params(), l.dp, l.tp, l.pp, l.zero),
@@ -268,6 +271,10 @@ Command add_memory_command(CLI::App& parent) {
   add_layout_flags(*app, f->layout);
   add_precision_flags(*app, f->precision);
   app->add_option("--device-memory", f->device_memory, "memory per device")->capture_default_str();
+  app->add_option("--grad-dtype", f->grad_dtype,
+                  "gradient storage precision (default: --dtype's). fp32 with --dtype bf16: gradients accumulated and "
+                  "reduced in fp32 beside 16-bit weights (Megatron's main_grad; braid-train --zero 1|2 --precision "
+                  "bf16)");
   return {app, [f] { return memory_report(*f); }};
 }
 

@@ -9,12 +9,15 @@ namespace braid::train {
 torch::FullyShardedOptions fully_sharded_options(const TrainConfig& config) {
   ZeroPlusPlus zero_pp = parse_zero_pp(config.zero_pp, 3);  // qwZ and qgZ per unit
   // --precision bf16|fp16 (refused with --zero-pp): both collectives of every unit in 16 bits,
-  // gathered from the exact fp32 shards.
-  compress::CodecId wire = plan_precision(config).wire;
+  // gathered from the exact fp32 shards (bf16 on the data-parallel trainer: into bf16 units,
+  // --param-storage compute; plan_precision leaves the mesh's parameters fp32).
+  PrecisionPlan precision = plan_precision(config);
+  compress::CodecId wire = precision.wire;
   return {.max_gathered_units = config.max_gathered_units,
           .weight_codec = zero_pp.weight_codec(wire),
           .gradient_codec = zero_pp.gradient_codec(wire),
-          .hierarchical_partition = zero_pp.hpz};
+          .hierarchical_partition = zero_pp.hpz,
+          .parameter_dtype = precision.parameter_dtype};
 }
 
 std::unique_ptr<torch::FullyShardedModule> make_fully_sharded(Communicator& comm, const TrainConfig& config,

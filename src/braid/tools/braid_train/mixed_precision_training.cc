@@ -16,6 +16,8 @@ compress::CompressionPolicy PrecisionPlan::ddp_policy(const TrainConfig& config)
 
 torch::ZeroOptions PrecisionPlan::zero_options(const ZeroPlusPlus& zero_pp) const {
   compress::CodecId codec = zero_pp.weight_codec(wire);
+  // 16-bit parameters: bf16 allgathered in place (qwZ's int8 keeps the fp32 flat buffer).
+  if (sixteen_bit_parameters() && codec == wire) return {.parameter_dtype = parameter_dtype};
   if (codec == compress::CodecId::kNone) return {};
   return {.quantize_weights = true, .weight_codec = codec};
 }
@@ -34,13 +36,18 @@ bool PrecisionPlan::unscale_or_skip(const Communicator& world, std::int64_t step
 
 void PrecisionPlan::report(RunSummary& summary) const {
   summary.precision = torch::to_string(precision);
+  summary.parameter_dtype = sixteen_bit_parameters() ? "bf16" : "fp32";
   summary.skipped_steps = skipped_steps;
   if (scaler) summary.loss_scale = scaler->scale();
 }
 
 PrecisionPlan plan_precision(const TrainConfig& config) {
   PrecisionPlan plan{.precision = torch::parse_precision(config.precision)};
-  if (plan.precision == torch::Precision::kBf16) plan.wire = compress::CodecId::kBf16;
+  if (plan.precision == torch::Precision::kBf16) {
+    plan.wire = compress::CodecId::kBf16;
+    // The data-parallel trainer's ZeRO only (the mesh keeps fp32 storage).
+    if (config.zero > 0 && !config.uses_mesh() && config.param_storage == "compute") plan.parameter_dtype = ::torch::kBFloat16;
+  }
   if (plan.precision != torch::Precision::kFp16) return plan;
   plan.wire = compress::CodecId::kFp16;
   if (config.loss_scale == "dynamic") {

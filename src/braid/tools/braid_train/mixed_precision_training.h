@@ -5,7 +5,9 @@
 //
 //   bf16: forward under CPU autocast in bf16; gradients reduced in bf16 (DDP: the allreduce's
 //         codec; ZeRO: zero_codec) and, with ZeRO, parameters allgathered in bf16 from exact
-//         fp32 master shards. No loss scale: bf16 has fp32's range.
+//         fp32 master shards, into bf16 parameter storage (--param-storage compute, the default
+//         on the data-parallel trainer: evaluation then runs under autocast too) or fp32 storage
+//         (--param-storage fp32, and the mesh). No loss scale: bf16 has fp32's range.
 //   fp16: compute fp32 (LibTorch 1.13 has no fp16 CPU matmul); gradients and ZeRO's parameters
 //         in fp16 on the wire under a loss scale (dynamic by default): the loss is multiplied by
 //         the scale before backward, the averaged gradients divided by it after, and a step
@@ -37,11 +39,16 @@ struct PrecisionPlan {
   compress::CodecId wire = compress::CodecId::kNone;  // the gradients' (and ZeRO's parameters') codec
   std::optional<parallel::DynamicLossScaler> scaler;  // fp16 only
   std::vector<std::int64_t> skipped_steps;            // fp16: steps whose gradients overflowed (1-based)
+  // ZeRO's full (stages 1-2) and gathered (stage 3) parameters: kBFloat16 under --precision bf16
+  // with --zero 1|2|3 on the data-parallel trainer and --param-storage compute; else kFloat32.
+  ::torch::ScalarType parameter_dtype = ::torch::kFloat32;
+  bool sixteen_bit_parameters() const { return parameter_dtype != ::torch::kFloat32; }
 
   // DDP's allreduce policy: the wire codec on every tensor, or --compress's policy for fp32.
   compress::CompressionPolicy ddp_policy(const TrainConfig& config) const;
-  // ZeRO-1/2's parameter allgather in the wire codec (--zero-pp qwz: int8) from exact fp32
-  // master shards (qwZ's path); plain fp32 allgather in place without one.
+  // ZeRO-1/2's parameter allgather: with 16-bit parameters, bf16 in place from the fp32 master
+  // shards; else in the wire codec (--zero-pp qwz: int8) from exact fp32 master shards into
+  // fp32 flat parameters (qwZ's path); plain fp32 allgather in place without one.
   torch::ZeroOptions zero_options(const ZeroPlusPlus& zero_pp = {}) const;
   // The scale this step's loss is multiplied by before backward (1 without fp16's scaler).
   double loss_scale() const { return scaler ? scaler->scale() : 1.0; }

@@ -55,9 +55,9 @@ std::string summary_table(const RunSummary& s, bool classification) {
   }
   out += fmt::format("{} optimizer steps; final parameters identical on every rank (crc32c {:08x}); BLAS: {}\n",
                      s.steps, s.parameter_digest, s.blas);
-  out += fmt::format("model states {} per rank (rank 0: parameters, gradients, optimizer state{}){}\n",
-                     megabytes(static_cast<std::uint64_t>(s.model_state.total())),
-                     s.model_state.master > 0 ? ", master shards" : "",
+  out += fmt::format("model states {} per rank (rank 0: {} parameters, gradients, optimizer state{}){}\n",
+                     megabytes(static_cast<std::uint64_t>(s.model_state.total())), s.parameter_dtype,
+                     s.model_state.master > 0 ? ", fp32 master shards" : "",
                      s.zero_stage > 0 ? fmt::format("; ZeRO stage {}{}", s.zero_stage,
                                                     s.zero_pp.empty() ? "" : " with ZeRO++ " + s.zero_pp)
                                       : "");
@@ -113,6 +113,7 @@ nlohmann::json to_json(const RunSummary& s, const TrainConfig& c) {
           {"zero_stage", s.zero_stage},
           {"zero_pp", s.zero_pp},
           {"precision", s.precision},
+          {"parameter_dtype", s.parameter_dtype},
           {"loss_scale", s.loss_scale},
           {"skipped_steps", s.skipped_steps},
           {"model_state_bytes", s.model_state.total()},

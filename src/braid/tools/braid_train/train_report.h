@@ -68,6 +68,7 @@ struct RunSummary {
   int zero_stage = 0;                  // --zero
   std::string zero_pp;                 // --zero-pp
   std::string precision = "fp32";      // --precision
+  std::string parameter_dtype = "fp32";  // ZeRO's full/gathered parameter storage (--param-storage)
   double loss_scale = 0;               // fp16: the scale at the end of the run (0: none)
   std::vector<std::int64_t> skipped_steps;  // fp16: steps skipped on an overflow (1-based)
   // Rank 0's parameters + gradients + optimizer state (ZeRO: + master shards), in bytes, at the

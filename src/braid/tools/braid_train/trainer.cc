@@ -271,6 +271,8 @@ void Trainer::finish_epoch(EpochFigures& figures, double loss_sum, double epoch_
   figures.tokens_per_sample = data_->tokens_per_sample();
   std::optional<torch::FullyShardedModule::FullParameters> whole;  // stage 3: evaluate the whole model
   if (sharded_) whole.emplace(*sharded_);
+  // 16-bit parameters compute only under autocast (an fp32 input would meet bf16 weights).
+  torch::AutocastScope autocast(precision_.sixteen_bit_parameters() ? precision_.precision : torch::Precision::kFp32);
   evaluate(comm_, *data_, *model_, figures);
 }
 
