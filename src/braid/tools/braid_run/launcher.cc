@@ -15,6 +15,7 @@
 
 #include "braid/base/clock.h"
 #include "braid/base/error.h"
+#include "braid/tools/braid_run/elastic_store.h"
 #include "braid/tools/braid_run/exit_status.h"
 #include "braid/tools/braid_run/job_environment.h"
 #include "braid/tools/braid_run/output_forwarder.h"
@@ -46,7 +47,9 @@ void announce(const std::string& message) {
 // order: output pipes first, then the ranks (each SIGKILLed and reaped if still there).
 class Job {
  public:
-  Job(const LauncherOptions& options, SignalScope& signals) : options_(options), signals_(signals) {}
+  // `elastic`: braid-run --elastic's store (null without --elastic).
+  Job(const LauncherOptions& options, SignalScope& signals, ElasticStore* elastic)
+      : options_(options), signals_(signals), elastic_(elastic) {}
 
   void start(const JobIdentity& identity);
   // Runs until every rank has ended; returns braid-run's exit code.
@@ -61,6 +64,8 @@ class Job {
   void handle_signals();
   void on_interrupt(int signal);
   void check_ranks();
+  void on_rank_lost(const RankProcess& rank, const ExitStatus& status);
+  void check_survivors();
   void check_deadlines();
   void stop(int exit_code, const std::string& reason);
   void kill_all();
@@ -69,6 +74,8 @@ class Job {
 
   const LauncherOptions& options_;
   SignalScope& signals_;
+  ElasticStore* elastic_;
+  int succeeded_ = 0;  // ranks that exited 0 (--elastic: the job succeeds with --min-ranks of them)
   std::vector<RankProcess> ranks_;
   std::vector<OutputForwarder> outputs_;
   Deadline job_deadline_ = Deadline::never();
@@ -85,7 +92,8 @@ void Job::start(const JobIdentity& identity) {
   for (int rank = 0; rank < world_size; ++rank) {
     RankLaunch launch{.rank = rank,
                       .argv = options_.command,
-                      .environment = rank_environment(base, options_.extra_env, identity, rank, world_size),
+                      .environment = rank_environment(base, options_.extra_env, identity, rank, world_size,
+                                                      options_.elastic ? options_.min_ranks : 0),
                       .capture_output = options_.prefix_output,
                       .signal_mask = signals_.original_mask()};
     RankProcess& process = ranks_.emplace_back(RankProcess::spawn(launch));
@@ -103,6 +111,7 @@ int Job::supervise() {
     check_ranks();
     check_deadlines();
   }
+  check_survivors();
   finish();
   return exit_code_.value_or(0);
 }
@@ -159,7 +168,15 @@ void Job::check_ranks() {
   for (RankProcess& rank : ranks_) {
     if (rank.ended()) continue;
     std::optional<ExitStatus> status = rank.poll_exit();
-    if (!status || status->success()) continue;
+    if (!status) continue;
+    if (status->success()) {
+      ++succeeded_;
+      continue;
+    }
+    if (elastic_ && !stopping()) {
+      on_rank_lost(rank, *status);
+      continue;
+    }
     if (stopping()) {
       // A rank killed by a signal braid-run did not send (a SIGKILL from elsewhere, a crash)
       // is often the cause of the first failure reported, which may have been seen first: name it.
@@ -176,6 +193,29 @@ void Job::check_ranks() {
     }
     stop(status->shell_code(), reason);
   }
+}
+
+// --elastic: the death is reported, to the user and to the survivors' membership agreement
+// (through the store), and the job goes on while at least --min-ranks ranks run.
+void Job::on_rank_lost(const RankProcess& rank, const ExitStatus& status) {
+  elastic_->declare_dead(rank.rank());
+  const int left = running_count();
+  std::string reason = fmt::format("rank {} (pid {}) {}", rank.rank(), rank.pid(), status.describe());
+  if (left + succeeded_ >= options_.min_ranks) {
+    announce(fmt::format("{}; --elastic: {} continue without it", reason, count_ranks(left)));
+    return;
+  }
+  stop(status.shell_code(), fmt::format("{}; --elastic: only {} left, fewer than --min-ranks {}; terminating them",
+                                        reason, count_ranks(left), options_.min_ranks));
+}
+
+// --elastic, every rank ended without braid-run stopping the job: it succeeded if at least
+// --min-ranks ranks exited 0.
+void Job::check_survivors() {
+  if (!elastic_ || stopping() || succeeded_ >= options_.min_ranks) return;
+  exit_code_ = 1;
+  announce(fmt::format("--elastic: only {} exited 0, fewer than --min-ranks {}", count_ranks(succeeded_),
+                       options_.min_ranks));
 }
 
 void Job::check_deadlines() {
@@ -243,7 +283,9 @@ int run_job(const LauncherOptions& options) {
   SignalScope signals({SIGINT, SIGTERM, SIGHUP, SIGCHLD, SIGPIPE});
   JobIdentity identity = make_job_identity(options);
   ShmJanitor janitor(identity.job_id);
-  Job job(options, signals);
+  std::optional<ElasticStore> elastic;
+  if (options.elastic) elastic.emplace(identity);
+  Job job(options, signals, elastic ? &*elastic : nullptr);
   job.start(identity);
   return job.supervise();
 }
