@@ -63,6 +63,7 @@ struct TrainConfig {
   std::string precision = "fp32";    // fp32 | bf16 | fp16 (mixed_precision_training.h)
   std::string loss_scale = "dynamic"; // fp16: "dynamic" or a fixed scale
   std::int64_t inject_overflow = 0;  // fp16, testing: step whose gradient the last rank makes inf
+  bool elastic = false;              // survive a lost rank (braid-run --elastic; elastic_trainer.h)
   int max_gathered_units = 2;        // --zero 3: units gathered at once, prefetches included (>= 1)
 
   bool is_gpt() const { return model == "gpt" || model == "gpt-small"; }
