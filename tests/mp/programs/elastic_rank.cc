@@ -15,17 +15,11 @@
 #include "braid/base/error.h"
 #include "braid/collectives/collectives.h"
 #include "braid/comm/elastic_group.h"
+#include "scenario.h"
 
 namespace {
 
 constexpr std::int64_t kCount = 4096;  // a few ring chunks: the loss lands mid-transfer
-
-#define SAY(...)                \
-  do {                          \
-    std::printf(__VA_ARGS__);   \
-    std::printf("\n");          \
-    std::fflush(stdout);        \
-  } while (0)
 
 double expected_sum(const braid::Membership& m, std::int64_t round) {
   double sum = 0;
@@ -40,12 +34,12 @@ bool run_round(braid::ElasticGroup& group, std::int64_t round) {
   const double expected = expected_sum(group.membership(), round);
   for (double value : data) {
     if (value != expected) {
-      SAY("WRONG round %lld: %g, expected %g (%s)", static_cast<long long>(round), value, expected,
+      RANK_SAY("WRONG round %lld: %g, expected %g (%s)", static_cast<long long>(round), value, expected,
           group.membership().describe().c_str());
       return false;
     }
   }
-  SAY("ROUND %lld OK size %d sum %g", static_cast<long long>(round), group.comm().size(), expected);
+  RANK_SAY("ROUND %lld OK size %d sum %g", static_cast<long long>(round), group.comm().size(), expected);
   return true;
 }
 
@@ -62,18 +56,18 @@ int main(int argc, char** argv) {
         ++done;
       } catch (const braid::Error& e) {
         if (e.kind() != braid::ErrorKind::kPeerLost && e.kind() != braid::ErrorKind::kTimeout) throw;
-        SAY("LOST after round %lld: %s", static_cast<long long>(done), e.what());
+        RANK_SAY("LOST after round %lld: %s", static_cast<long long>(done), e.what());
         const braid::Membership& m = group.shrink(done);
         done = m.resume_step;
-        SAY("SHRUNK generation %lld: rank %d of %d", static_cast<long long>(m.generation), group.comm().rank(),
+        RANK_SAY("SHRUNK generation %lld: rank %d of %d", static_cast<long long>(m.generation), group.comm().rank(),
             group.comm().size());
       }
     }
-    SAY("DONE rounds %lld size %d generation %lld", static_cast<long long>(rounds), group.comm().size(),
+    RANK_SAY("DONE rounds %lld size %d generation %lld", static_cast<long long>(rounds), group.comm().size(),
         static_cast<long long>(group.membership().generation));
     return 0;
   } catch (const braid::Error& e) {
-    SAY("ERROR %s", e.what());
+    RANK_SAY("ERROR %s", e.what());
     return 3;
   }
 }
