@@ -7,7 +7,8 @@
 #
 # Usage: bench/elastic_accuracy.sh [--ranks 4] [--victim 2] [--model mlp] [--epochs 2]
 #        [--train-samples 20000] [--batch 120] [--seed 1]
-# Environment: BUILD_DIR (default build), KEEP_DIR, RUN_TIMEOUT (seconds per run, default 3600).
+# Environment: BUILD_DIR (default build), KEEP_DIR, RUN_TIMEOUT (seconds per run, default 3600),
+#   REUSE=1 (with KEEP_DIR: keep an undisturbed run already there, with the same flags).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=${BUILD_DIR:-build}/bin
@@ -39,28 +40,39 @@ figure() {  # FILE EXPRESSION over the --json report `d`
   /usr/bin/python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print($2)" "$1"
 }
 
-start=$(date +%s.%N)
-timeout "$run_timeout" "$bin/braid-run" -n "$ranks" --elastic "${train[@]}" --json "$work/undisturbed.json" \
-  > "$work/undisturbed.log" 2>&1 || { cat "$work/undisturbed.log" >&2; exit 1; }
-undisturbed_s=$(echo "$(date +%s.%N) - $start" | bc)
+if [ "${REUSE:-0}" = 1 ] && [ -f "$work/undisturbed.seconds" ]; then
+  undisturbed_s=$(cat "$work/undisturbed.seconds")
+else
+  start=$(date +%s.%N)
+  timeout "$run_timeout" "$bin/braid-run" -n "$ranks" --elastic "${train[@]}" --json "$work/undisturbed.json" \
+    > "$work/undisturbed.log" 2>&1 || { cat "$work/undisturbed.log" >&2; exit 1; }
+  undisturbed_s=$(echo "$(date +%s.%N) - $start" | bc)
+  echo "$undisturbed_s" > "$work/undisturbed.seconds"
+fi
+
+children_of() {  # PID: the pids whose parent it is
+  for stat in /proc/[0-9]*/stat; do
+    [ "$(awk '{print $4}' "$stat" 2>/dev/null)" = "$1" ] && { p=${stat#/proc/}; echo "${p%/stat}"; }
+  done
+  return 0
+}
 
 # The kill lands between 20% and 70% of the undisturbed run's length after training starts.
 delay=$(/usr/bin/python3 -c "import random; random.seed($seed); print(round($undisturbed_s * random.uniform(0.2, 0.7), 2))")
 timeout "$run_timeout" "$bin/braid-run" -n "$ranks" --elastic "${train[@]}" --json "$work/killed.json" \
   > "$work/killed.log" 2>&1 &
-launcher=$!
+guard=$!
 until grep -q 'steps per epoch' "$work/killed.log"; do sleep 0.2; done
 sleep "$delay"
-# The victim: the child of this run's braid-run whose BRAID_RANK is $victim.
-for stat in /proc/[0-9]*/stat; do
-  pid=${stat#/proc/}; pid=${pid%/stat}
-  [ "$(awk '{print $4}' "$stat" 2>/dev/null)" = "$launcher" ] || continue
+# The victim: the child of this run's braid-run (the child of `timeout`) whose BRAID_RANK is $victim.
+launcher=$(children_of "$guard" | head -1)
+for pid in $(children_of "$launcher"); do
   tr '\0' '\n' < "/proc/$pid/environ" 2>/dev/null | grep -qx "BRAID_RANK=$victim" && target=$pid
 done
 [ -n "${target:-}" ] || { echo "rank $victim of braid-run $launcher not found" >&2; exit 1; }
 killed_at=$(date +%s.%N)
 kill -KILL "$target"
-wait "$launcher" || { cat "$work/killed.log" >&2; exit 1; }
+wait "$guard" || { cat "$work/killed.log" >&2; exit 1; }
 
 recovered_at=$(sed -n 's/.*recovered in .* (at unix time \([0-9.]*\)).*/\1/p' "$work/killed.log" | head -1)
 [ -n "$recovered_at" ] || { echo "no recovery line in the killed run's log" >&2; cat "$work/killed.log" >&2; exit 1; }
@@ -68,7 +80,7 @@ acc_u=$(figure "$work/undisturbed.json" 'd["epochs"][-1]["test_accuracy"] * 100'
 acc_k=$(figure "$work/killed.json" 'd["epochs"][-1]["test_accuracy"] * 100')
 printf '%-34s %s\n' "undisturbed: test accuracy %" "$(printf '%.2f' "$acc_u") ($ranks ranks, $(printf '%.0f' "$undisturbed_s") s)"
 printf '%-34s %s\n' "killed: test accuracy %" "$(printf '%.2f' "$acc_k") (finished on $(figure "$work/killed.json" 'd["world"]') ranks)"
-printf '%-34s %s\n' "difference, points" "$(echo "$acc_k - $acc_u" | bc)"
+printf '%-34s %+.2f\n' "difference, points" "$(echo "$acc_k - $acc_u" | bc)"
 printf '%-34s %s\n' "killed at (s after training began)" "$delay"
 printf '%-34s %s\n' "event" "$(figure "$work/killed.json" 'd["elastic_events"][0]')"
 printf '%-34s %s\n' "kill -> first step after, s" "$(printf '%.2f' "$(echo "$recovered_at - $killed_at" | bc)")"

@@ -12,6 +12,7 @@
 #include "braid/comm/elastic_group.h"
 #include "braid/torch/distributed_data_parallel.h"
 #include "braid/torch/distributed_sampler.h"
+#include "braid/torch/model_state_bytes.h"
 #include "braid/tools/braid_train/blas_runtime.h"
 #include "braid/tools/braid_train/elastic_config.h"
 #include "braid/tools/braid_train/model_snapshot.h"
@@ -181,6 +182,9 @@ void ElasticTrainer::finish(RunSummary& summary) {
              .blas = blas_description(), .data = data_->describe(), .epochs = epochs_, .steps = step_,
              .step_losses = step_losses_};
   summary.elastic_events = events_;
+  torch::ModelStateBytes state = torch::model_state_bytes(ddp_->parameters(), optimizer_.get());
+  summary.model_state = {.parameters = state.parameters, .gradients = state.gradients, .master = state.master,
+                         .optimizer_state = state.optimizer_state};
   finish_run(comm(), config_, summary, *model_, data_->classification());
 }
 
@@ -208,8 +212,9 @@ void ElasticTrainer::recover(const Error& error, bool in_step) {
   connect_ddp();
   if (events_.empty() || events_.back().generation != now.generation - 1 || events_.back().recover_seconds > 0) {
     events_.push_back(event);
-  } else {
-    events_.back() = event;  // lost again before recovering: one event, from the first notice
+  } else {  // lost again before recovering: one event, from the first notice, naming every rank lost
+    event.lost.insert(event.lost.begin(), events_.back().lost.begin(), events_.back().lost.end());
+    events_.back() = event;
   }
 }
 
