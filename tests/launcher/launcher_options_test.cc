@@ -6,29 +6,13 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "parse_helpers.h"
+
 namespace braid::launcher {
 namespace {
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
-
-ParseOutcome parse(std::vector<std::string> args) { return parse_launcher_options(args); }
-
-// The options of a command line that must parse.
-LauncherOptions parse_ok(std::vector<std::string> args) {
-  ParseOutcome outcome = parse(std::move(args));
-  EXPECT_TRUE(outcome.options.has_value()) << outcome.err;
-  return outcome.options.value_or(LauncherOptions{});
-}
-
-// The message of a command line that must be rejected as a usage error.
-std::string parse_error(std::vector<std::string> args) {
-  ParseOutcome outcome = parse(std::move(args));
-  EXPECT_FALSE(outcome.options.has_value());
-  EXPECT_EQ(outcome.exit_code, kUsageExitCode);
-  EXPECT_THAT(outcome.err, HasSubstr("braid-run: "));
-  return outcome.err;
-}
 
 TEST(LauncherOptions, Defaults) {
   LauncherOptions o = parse_ok({"-n", "4", "prog"});
@@ -51,6 +35,9 @@ TEST(LauncherOptions, ElasticAndMinRanks) {
               HasSubstr("--min-ranks must be in 1..4 (-n), got 5"));
   EXPECT_THAT(parse_error({"-n", "4", "--elastic", "--min-ranks", "0", "prog"}), HasSubstr("--min-ranks must be in"));
   EXPECT_THAT(parse_error({"-n", "4", "--min-ranks", "2", "prog"}), HasSubstr("--min-ranks needs --elastic"));
+  EXPECT_THAT(parse_error({"-n", "2", "--elastic", "--nnodes", "2", "--node-rank", "0", "--rdzv-endpoint",
+                           "10.0.0.1:29500", "prog"}),
+              HasSubstr("--elastic runs on one host for now"));
 }
 
 TEST(LauncherOptions, EverythingAfterTheProgramBelongsToIt) {

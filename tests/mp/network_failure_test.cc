@@ -95,6 +95,30 @@ INSTANTIATE_TEST_SUITE_P(Addresses, LoopbackMasterTest, ::testing::Values("127.0
                            return name;
                          });
 
+// --- item: TLS on the links (BRAID_TLS) must be agreed by every rank ----------------------
+
+// Rank 1 with BRAID_TLS=on, rank 0 without: both must stop with a Mismatch that names the two
+// settings (not a garbled stream, not a hang), once rank 1 dials rank 0's TCP listener.
+TEST(TlsAgreementTest, RanksThatDisagreeOnTlsStopWithAMismatchNamingBoth) {
+  const std::uint16_t port = free_port("127.0.0.1");
+  const std::string program = test_program_path("braid-test-rank");
+  std::vector<std::string> env0 = torchrun_env(0, 2, "127.0.0.1", port), env1 = torchrun_env(1, 2, "127.0.0.1", port);
+  for (auto* env : {&env0, &env1}) env->push_back("BRAID_TRANSPORT=tcp");
+  env1.push_back("BRAID_TLS=on");
+  RunningProcess rank0({program, "barrier"}, env0, kLauncherVariables);
+  RunningProcess rank1({program, "barrier"}, env1, kLauncherVariables);
+  ProcessResult r1 = rank1.wait(std::chrono::seconds(40));
+  ProcessResult r0 = rank0.wait(std::chrono::seconds(20));
+  EXPECT_FALSE(r1.timed_out || r0.timed_out) << r0.out << r0.err << r1.out << r1.err;
+  for (const ProcessResult* r : {&r0, &r1}) {
+    const std::string output = r->out + r->err;
+    EXPECT_NE(r->exit_code, 0) << output;
+    EXPECT_NE(output.find("braid::Mismatch"), std::string::npos) << output;
+    EXPECT_NE(output.find("BRAID_TLS=on"), std::string::npos) << output;
+    EXPECT_NE(output.find("BRAID_TLS=off"), std::string::npos) << output;
+  }
+}
+
 // --- item: idle unauthenticated connections cannot starve the store -----------------------
 
 // Connects to 127.0.0.1:port without waiting for the handshake to finish; invalid on failure.

@@ -80,6 +80,8 @@ inline constexpr Variable kPeerTimeout{"BRAID_PEER_TIMEOUT", "8", "seconds after
     number(0, 86400)};
 inline constexpr Variable kTransport{"BRAID_TRANSPORT", "auto", "auto (shm within a host, tcp across), or tcp to force TCP everywhere",
     one_of("auto|shm|tcp")};
+inline constexpr Variable kTls{"BRAID_TLS", "off", "on: every TCP connection between ranks runs TLS 1.3 keyed by the job token (encrypted and authenticated; every rank must agree); off: plain TCP",
+    one_of("off|on")};
 inline constexpr Variable kHostId{"BRAID_HOST_ID", "", "host identity; ranks with equal ids use shared memory (default: hostname + boot id)"};
 inline constexpr Variable kBindAddr{"BRAID_BIND_ADDR", "", "address transport listeners bind to and advertise (default: loopback, or the local address that reaches the master when it is not local)"};
 inline constexpr Variable kSpinUs{"BRAID_SPIN_US", "50", "microseconds a waiting rank polls before it sleeps on a futex / poll",

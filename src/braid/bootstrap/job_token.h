@@ -101,6 +101,13 @@ void client_handshake(int fd, const Hello& hello, Deadline deadline, const Error
 Hello server_handshake(int fd, const std::string& expected_token, Role expected_role, Deadline deadline,
                        const ErrorContext& ctx);
 
+// Throws InvalidArgument when `bind_addr` ("" = loopback) is not a loopback address and `token`
+// is empty: a listener reachable from other hosts must admit only this job's processes, so it
+// refuses to start rather than let anyone who can reach the port join (docs/multinode.md).
+// `listener` names it in the message ("the rendezvous store", "the TCP transport").
+void require_token_beyond_loopback(const std::string& bind_addr, const std::string& token, std::string_view listener,
+                                   const ErrorContext& ctx);
+
 // Logs, once per process, that the job runs without a token (anyone who can reach its ports
 // can join it). Called by the handshake functions when the token is empty.
 void warn_if_no_token(const std::string& token);

@@ -480,6 +480,7 @@ StoreServer::StoreServer(const std::string& bind_addr, std::uint16_t port, std::
   }
   // Read here, on the caller's thread, so a malformed BRAID_TIMEOUT throws to the caller.
   const Seconds handshake_timeout = std::min(Seconds(default_timeout_seconds()), kHelloTimeout);
+  net::require_token_beyond_loopback(bind_addr, token, "the rendezvous store", {.op = "store.listen"});
   UniqueFd listen_fd = net::tcp_listen(bind_addr, port);
   port_ = net::local_port(listen_fd.get());
   address_ = net::format_endpoint(net::local_address(listen_fd.get()), port_);

@@ -62,8 +62,9 @@ void fill_broadcast(std::vector<std::byte>& out, int root, std::int64_t count, D
   fill(out, count, dtype, [&](std::int64_t i) { return contribution(root, i); });
 }
 
-void fill_reduce_inputs(std::vector<std::byte>& out, ReduceOp op, int rank, std::int64_t count, DType dtype) {
-  fill(out, count, dtype, [&](std::int64_t i) { return reduce_input(op, rank, i); });
+void fill_reduce_inputs(std::vector<std::byte>& out, ReduceOp op, int rank, std::int64_t count, DType dtype,
+                        std::int64_t first) {
+  fill(out, count, dtype, [&](std::int64_t i) { return reduce_input(op, rank, first + i); });
 }
 
 void fill_reduce_expected(std::vector<std::byte>& out, ReduceOp op, int n, std::int64_t first, std::int64_t count,

@@ -22,8 +22,11 @@ inline constexpr std::array kTestOps{ReduceOp::kSum, ReduceOp::kAvg, ReduceOp::k
 void fill_gathered(std::vector<std::byte>& out, int n, std::int64_t count, DType dtype);
 // broadcast: the root's `count` elements.
 void fill_broadcast(std::vector<std::byte>& out, int root, std::int64_t count, DType dtype);
-// reduce_scatter: rank `rank`'s input of `count` elements for `op`.
-void fill_reduce_inputs(std::vector<std::byte>& out, ReduceOp op, int rank, std::int64_t count, DType dtype);
+// reduce_scatter: rank `rank`'s input of `count` elements for `op`: elements [first, first +
+// count) of its input sequence (a nonzero `first` shifts the pattern, so a stale buffer of an
+// earlier call of the same size does not pass as this call's result).
+void fill_reduce_inputs(std::vector<std::byte>& out, ReduceOp op, int rank, std::int64_t count, DType dtype,
+                        std::int64_t first = 0);
 // The reduction over n ranks of elements [first, first + count) of the inputs.
 void fill_reduce_expected(std::vector<std::byte>& out, ReduceOp op, int n, std::int64_t first, std::int64_t count,
                           DType dtype);

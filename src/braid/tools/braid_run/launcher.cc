@@ -18,6 +18,9 @@
 #include "braid/tools/braid_run/elastic_store.h"
 #include "braid/tools/braid_run/exit_status.h"
 #include "braid/tools/braid_run/job_environment.h"
+#include "braid/tools/braid_run/node_environment.h"
+#include "braid/tools/braid_run/node_rendezvous.h"
+#include "braid/tools/braid_run/node_token.h"
 #include "braid/tools/braid_run/output_forwarder.h"
 #include "braid/tools/braid_run/rank_process.h"
 #include "braid/tools/braid_run/shm_cleanup.h"
@@ -47,9 +50,11 @@ void announce(const std::string& message) {
 // order: output pipes first, then the ranks (each SIGKILLed and reaped if still there).
 class Job {
  public:
-  // `elastic`: braid-run --elastic's store (null without --elastic).
-  Job(const LauncherOptions& options, SignalScope& signals, ElasticStore* elastic)
-      : options_(options), signals_(signals), elastic_(elastic) {}
+  // `watch`: the multi-node job's NodeWatch (node_watch.h), null on a single host; `elastic`:
+  // braid-run --elastic's store (null without --elastic; single host only).
+  Job(const LauncherOptions& options, SignalScope& signals, NodeWatch* watch = nullptr,
+      ElasticStore* elastic = nullptr)
+      : options_(options), signals_(signals), watch_(watch), elastic_(elastic) {}
 
   void start(const JobIdentity& identity);
   // Runs until every rank has ended; returns braid-run's exit code.
@@ -67,13 +72,16 @@ class Job {
   void on_rank_lost(const RankProcess& rank, const ExitStatus& status);
   void check_survivors();
   void check_deadlines();
-  void stop(int exit_code, const std::string& reason);
+  void check_other_nodes();
+  // `local`: the reason arose on this node, so the other nodes' braid-runs are told.
+  void stop(int exit_code, const std::string& reason, bool local = true);
   void kill_all();
   void signal_all(int signal);
   void finish();
 
   const LauncherOptions& options_;
   SignalScope& signals_;
+  NodeWatch* watch_;
   ElasticStore* elastic_;
   int succeeded_ = 0;  // ranks that exited 0 (--elastic: the job succeeds with --min-ranks of them)
   std::vector<RankProcess> ranks_;
@@ -87,13 +95,17 @@ class Job {
 void Job::start(const JobIdentity& identity) {
   if (options_.timeout_seconds) job_deadline_ = Deadline::after(Seconds(*options_.timeout_seconds));
   const std::vector<std::string> base = current_environment();
-  const int world_size = options_.num_ranks;
-  ranks_.reserve(static_cast<std::size_t>(world_size));
-  for (int rank = 0; rank < world_size; ++rank) {
+  const int local_size = options_.num_ranks;
+  ranks_.reserve(static_cast<std::size_t>(local_size));
+  for (int local = 0; local < local_size; ++local) {
+    // Node-major: on a single host global_rank() is the local rank.
+    const int rank = global_rank(options_, local);
     RankLaunch launch{.rank = rank,
                       .argv = options_.command,
-                      .environment = rank_environment(base, options_.extra_env, identity, rank, world_size,
-                                                      options_.elastic ? options_.min_ranks : 0),
+                      .environment = watch_ != nullptr
+                                         ? node_rank_environment(base, options_, identity, local)
+                                         : rank_environment(base, options_.extra_env, identity, rank, local_size,
+                                                            options_.elastic ? options_.min_ranks : 0),
                       .capture_output = options_.prefix_output,
                       .signal_mask = signals_.original_mask()};
     RankProcess& process = ranks_.emplace_back(RankProcess::spawn(launch));
@@ -109,6 +121,7 @@ int Job::supervise() {
     wait_for_events(next_wakeup_ms());
     handle_signals();
     check_ranks();
+    check_other_nodes();
     check_deadlines();
   }
   check_survivors();
@@ -131,6 +144,9 @@ int Job::next_wakeup_ms() const {
 // read's worth of every readable pipe (one read each: a chatty rank cannot starve the rest).
 void Job::wait_for_events(int timeout_ms) {
   std::vector<pollfd> fds{{signals_.fd(), POLLIN, 0}};
+  // Readable once the job failed elsewhere; stays so, and check_other_nodes stops the job.
+  if (watch_ != nullptr && !stopping() && running_count() > 0) fds.push_back({watch_->fd(), POLLIN, 0});
+  const std::size_t first_output = fds.size();
   std::vector<OutputForwarder*> sources;
   for (OutputForwarder& output : outputs_) {
     if (!output.open()) continue;
@@ -141,8 +157,8 @@ void Job::wait_for_events(int timeout_ms) {
     if (errno == EINTR) return;
     throw_system_error({.op = "poll"}, "poll", errno);
   }
-  for (std::size_t i = 1; i < fds.size(); ++i) {
-    if (fds[i].revents != 0) sources[i - 1]->pump();
+  for (std::size_t i = first_output; i < fds.size(); ++i) {
+    if (fds[i].revents != 0) sources[i - first_output]->pump();
   }
 }
 
@@ -226,11 +242,24 @@ void Job::check_deadlines() {
   if (stopping() && !killed_ && kill_deadline_.expired()) kill_all();
 }
 
-void Job::stop(int exit_code, const std::string& reason) {
+void Job::check_other_nodes() {
+  if (watch_ == nullptr || stopping()) return;
+  std::optional<NodeFailure> failure = watch_->failure();
+  if (!failure) return;
+  stop(failure->exit_code,
+       fmt::format("job failed: {}; terminating this node's {}", failure->message, count_ranks(running_count())),
+       /*local=*/false);
+}
+
+void Job::stop(int exit_code, const std::string& reason, bool local) {
   exit_code_ = exit_code;
-  announce(reason);
+  const bool tell_other_nodes = watch_ != nullptr && local;
+  const std::string line = tell_other_nodes ? fmt::format("node {}: {}", options_.nodes.node_rank, reason) : reason;
+  announce(line);
   signal_all(SIGTERM);
   kill_deadline_ = Deadline::after(Seconds(options_.grace_seconds));
+  // After the SIGTERMs: over a cut link the store calls may take their whole deadline.
+  if (tell_other_nodes) watch_->publish_failure({exit_code, line});
 }
 
 void Job::kill_all() {
@@ -274,6 +303,26 @@ void require_descriptors(const LauncherOptions& options) {
   if (!problem.empty()) throw InvalidArgument({.op = "launch"}, problem);
 }
 
+// The first SIGINT / SIGTERM / SIGHUP pending on `signals`, or 0.
+int pending_interrupt(SignalScope& signals) {
+  while (int signal = signals.next_signal()) {
+    if (signal != SIGCHLD && signal != SIGPIPE) return signal;
+  }
+  return 0;
+}
+
+// One node of a multi-node job: the node rendezvous first (node_rendezvous.h), then the
+// ranks, watched for failures elsewhere. The session's threads start after `signals` blocked
+// the handled signals, so they inherit the mask and the signalfd alone receives them.
+int run_node_job(const LauncherOptions& options, SignalScope& signals) {
+  JobIdentity identity = make_node_job_identity(options);
+  NodeSession session(options, identity.job_token, [&] { return pending_interrupt(signals) != 0; });
+  ShmJanitor janitor(identity.job_id);
+  Job job(options, signals, &session.watch());
+  job.start(identity);
+  return session.finish(job.supervise(), [&] { return pending_interrupt(signals); });
+}
+
 }  // namespace
 
 int run_job(const LauncherOptions& options) {
@@ -281,11 +330,13 @@ int run_job(const LauncherOptions& options) {
   // Declaration order is destruction order reversed: the ranks die before the janitor removes
   // their segments, and signals stay routed to the signalfd until both are done.
   SignalScope signals({SIGINT, SIGTERM, SIGHUP, SIGCHLD, SIGPIPE});
+  if (is_multinode(options)) return run_node_job(options, signals);
   JobIdentity identity = make_job_identity(options);
+  if (!options.nodes.token_file.empty()) identity.job_token = read_token_file(options.nodes.token_file);
   ShmJanitor janitor(identity.job_id);
   std::optional<ElasticStore> elastic;
   if (options.elastic) elastic.emplace(identity);
-  Job job(options, signals, elastic ? &*elastic : nullptr);
+  Job job(options, signals, nullptr, elastic ? &*elastic : nullptr);
   job.start(identity);
   return job.supervise();
 }

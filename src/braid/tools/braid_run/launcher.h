@@ -10,6 +10,9 @@
 //    after --grace seconds. Only the first reason to stop is reported and decides the code.
 //  - When every rank has ended, whatever they left in their process groups is SIGKILLed,
 //    and on every way out the job's /dev/shm/braid-<job id>-* segments are removed.
+//  - With --nnodes > 1 this is one node of a job: the nodes meet first (node_rendezvous.h),
+//    every reason to stop above is told to the other nodes, and a failure told by another
+//    node (or a node or store lost: node_watch.h) stops this node's ranks with its exit code.
 //
 // Thread-safety: run_job blocks SIGINT, SIGTERM, SIGHUP, SIGCHLD and SIGPIPE on the calling
 // thread and reads them from a signalfd; call it from the main thread of a single-threaded

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "braid/tools/braid_run/job_environment.h"
+#include "braid/tools/braid_run/node_environment.h"
 
 namespace braid::launcher {
 
@@ -15,7 +16,9 @@ namespace {
 constexpr const char* kDescription =
     "braid-run -n N [OPTIONS] [--] PROG [ARGS...]\n\n"
     "Starts N rank processes of PROG on this host with the BRAID_* environment a braid job\n"
-    "needs, prefixes their output with \"[rank] \", and stops them all when one fails.";
+    "needs, prefixes their output with \"[rank] \", and stops them all when one fails.\n"
+    "Across nodes, one braid-run per node (torchrun's flags): braid-run --nnodes 2 --node-rank I\n"
+    "--master-addr NODE0 --master-port P --nproc-per-node K PROG (docs/multinode.md).";
 constexpr const char* kFooter =
     "Example: braid-run -n 4 ./train --epochs 3\n"
     "Everything from PROG on is passed to PROG; put -- before PROG if it starts with '-'.\n"
@@ -31,9 +34,11 @@ struct Flags {
 
 void add_flags(CLI::App& app, Flags& flags) {
   LauncherOptions& o = flags.options;
-  app.add_option("-n,--nproc", o.num_ranks, "number of rank processes to start")->required();
-  app.add_option("--master-addr", o.master_addr, "address of rank 0's rendezvous store")->capture_default_str();
-  app.add_option("--master-port", o.master_port, "port of the rendezvous store (default: a free port)");
+  app.add_option("-n,--nproc,--nproc-per-node,--nproc_per_node", o.num_ranks,
+                 "number of rank processes to start (on this node)")->required();
+  app.add_option("--master-addr,--master_addr", o.master_addr, "address of rank 0's rendezvous store (node 0's)")->capture_default_str();
+  app.add_option("--master-port,--master_port", o.master_port,
+                 "port of the rendezvous store (default: a free port; 29500 with --nnodes > 1)");
   app.add_option("--grace", o.grace_seconds, "seconds between SIGTERM and SIGKILL when stopping ranks")
       ->capture_default_str();
   app.add_option("--timeout", o.timeout_seconds, "wall-clock limit of the job in seconds (default: none)");
@@ -47,6 +52,7 @@ void add_flags(CLI::App& app, Flags& flags) {
   // No extra args: each --env takes one value, so `--env A=1 PROG` never swallows PROG.
   app.add_option("--env", o.extra_env, "KEY=VALUE added to every rank's environment (repeatable)")
       ->allow_extra_args(false);
+  add_node_flags(app, o);
   // Everything from the first positional argument on is the rank program's command line.
   app.prefix_command();
 }
@@ -68,12 +74,15 @@ ParseOutcome usage_error(const std::string& message) {
           .err = fmt::format("braid-run: {}\nRun with --help for more information.\n", message)};
 }
 
-std::string validate_env_entry(const std::string& entry) {
+std::string validate_env_entry(const std::string& entry, bool multinode) {
   auto eq = entry.find('=');
   if (eq == std::string::npos || eq == 0) return fmt::format("--env expects KEY=VALUE, got '{}'", entry);
   std::string_view key = std::string_view(entry).substr(0, eq);
   for (const env::Variable& var : launcher_variables()) {
     if (key == var.name) return fmt::format("--env cannot set {}: braid-run sets it for each rank", key);
+  }
+  for (std::string_view name : multinode ? node_variable_names() : std::span<const std::string_view>{}) {
+    if (key == name) return fmt::format("--env cannot set {}: braid-run sets it for each rank of a multi-node job", key);
   }
   return "";
 }
@@ -97,8 +106,12 @@ std::string validate_launcher_options(const LauncherOptions& o) {
     return fmt::format("--min-ranks must be in 1..{} (-n), got {}", o.num_ranks, o.min_ranks);
   }
   if (o.min_ranks != 1 && !o.elastic) return "--min-ranks needs --elastic (without it one lost rank stops the job)";
+  if (o.elastic && o.nodes.num_nodes > 1) {
+    return "--elastic runs on one host for now: across nodes the store is node 0's braid-run's, and a lost node's "
+           "ranks are not reported to the survivors yet";
+  }
   for (const std::string& entry : o.extra_env) {
-    if (std::string problem = validate_env_entry(entry); !problem.empty()) return problem;
+    if (std::string problem = validate_env_entry(entry, is_multinode(o)); !problem.empty()) return problem;
   }
   return "";
 }
@@ -137,6 +150,11 @@ ParseOutcome parse_launcher_options(std::span<const std::string> args) {
     return usage_error(e.what());
   }
   flags.options.prefix_output = !flags.no_prefix;
+  if (std::string problem = resolve_node_options(flags.options, app.count("--master-addr") > 0,
+                                                 app.count("--master-port") > 0);
+      !problem.empty()) {
+    return usage_error(problem);
+  }
   if (std::string problem = take_command(app.remaining(), flags.options); !problem.empty()) {
     return usage_error(problem);
   }

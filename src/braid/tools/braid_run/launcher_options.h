@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "braid/tools/braid_run/node_options.h"
+
 namespace braid::launcher {
 
 struct LauncherOptions {
@@ -33,6 +35,8 @@ struct LauncherOptions {
   bool elastic = false;
   // --min-ranks (with --elastic): the job fails once fewer ranks are left running.
   int min_ranks = 1;
+  // --nnodes, --node-rank, --token-file...: a job across nodes (node_options.h).
+  NodeOptions nodes;
   // PROG ARGS...: PROG is looked up in PATH.
   std::vector<std::string> command;
 };

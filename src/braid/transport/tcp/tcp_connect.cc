@@ -3,7 +3,9 @@
 // is a challenge-response (job_token.h): a connector must answer its acceptor's challenge, so
 // it cannot send its hellos and come back later. With both sides running at once every
 // acceptor is serving from the start and every connector answers at once, so no rank waits on a
-// chain of others: rank 0 only accepts, the highest rank only connects.
+// chain of others: rank 0 only accepts, the highest rank only connects. After admission both
+// ends say whether they run TLS (one byte each) and, if they do, run its handshake
+// (tls_session.h) before the connection carries any frame.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -18,6 +20,7 @@
 #include "braid/bootstrap/key_value_store.h"
 #include "braid/transport/tcp/tcp_peer.h"
 #include "braid/transport/tcp/tcp_transport.h"
+#include "braid/transport/tcp/tls_session.h"
 
 namespace braid::tcp {
 
@@ -39,6 +42,32 @@ std::pair<std::string, std::uint16_t> split_endpoint(const std::string& endpoint
   return {host, static_cast<std::uint16_t>(port)};
 }
 
+// One admitted connection, before the transport owns it.
+struct Connection {
+  int peer = -1;
+  UniqueFd fd;
+  std::unique_ptr<TlsSession> tls;  // BRAID_TLS=on
+};
+
+// Both ends say whether they run TLS before either starts it, so ranks that disagree about
+// BRAID_TLS fail with a Mismatch naming both settings instead of reading each other's
+// handshake as a garbled stream. Then the TLS handshake, if on.
+std::unique_ptr<TlsSession> secure(int fd, TlsSession::Side side, const TcpOptions& options, int peer,
+                                   Deadline deadline, const ErrorContext& ctx) {
+  const char mine = options.tls ? 'T' : 'P';
+  char theirs = 0;
+  net::write_all(fd, &mine, 1, deadline, ctx);
+  net::read_all(fd, &theirs, 1, deadline, ctx);
+  if (theirs != mine) {
+    auto setting = [](char mode) { return mode == 'T' ? "on" : "off"; };
+    throw Mismatch(ctx, fmt::format("rank {} runs with BRAID_TLS={} but rank {} with BRAID_TLS={}: every rank must "
+                                    "set the same",
+                                    options.rank, setting(mine), peer, setting(theirs)));
+  }
+  if (!options.tls) return nullptr;
+  return TlsSession::handshake(fd, side, options.token, deadline, ctx);
+}
+
 // How long an accepted connection may take to send its hello. A peer rank sends it as soon as
 // it connects; a stray connection that sends nothing must not hold up the mesh until the
 // job's timeout (connections are accepted one at a time).
@@ -51,9 +80,10 @@ constexpr Seconds kAbandonPoll{0.1};
 // set (the connecting side failed: its error is the one to report, at once). Connections that
 // fail the handshake (a stray client, a wrong token, no hello in time) are logged and dropped;
 // setup goes on.
-std::vector<std::pair<int, UniqueFd>> accept_peers(int listen_fd, std::set<int> expected, const TcpOptions& options,
-                                                   Deadline deadline, const std::atomic<bool>& abandon) {
-  std::vector<std::pair<int, UniqueFd>> accepted;
+// A peer that was admitted but disagrees about TLS fails the setup (Mismatch) on both sides.
+std::vector<Connection> accept_peers(int listen_fd, std::set<int> expected, const TcpOptions& options,
+                                     Deadline deadline, const std::atomic<bool>& abandon) {
+  std::vector<Connection> accepted;
   ErrorContext ctx{.rank = options.rank, .op = "tcp.accept"};
   while (!expected.empty() && !abandon.load()) {
     UniqueFd fd;
@@ -63,6 +93,7 @@ std::vector<std::pair<int, UniqueFd>> accept_peers(int listen_fd, std::set<int> 
       if (deadline.expired()) throw;
       continue;
     }
+    int rank = -1;
     try {
       Deadline hello_deadline = Deadline::after(deadline.remaining(kHelloTimeout));
       net::Hello hello = net::server_handshake(fd.get(), options.token, net::Role::kTransportPeer, hello_deadline, ctx);
@@ -71,27 +102,33 @@ std::vector<std::pair<int, UniqueFd>> accept_peers(int listen_fd, std::set<int> 
                   hello.rank);
         continue;
       }
-      expected.erase(hello.rank);
-      accepted.emplace_back(hello.rank, std::move(fd));
+      rank = hello.rank;
     } catch (const Error& e) {
       if (e.kind() == ErrorKind::kTimeout && deadline.expired()) throw;
       log::warn("rank {}: refused a transport connection: {}", options.rank, e.detail());
+      continue;
     }
+    // Admitted: from here a failure is the job's (a TLS disagreement, a peer gone), not a stray's.
+    expected.erase(rank);
+    ErrorContext peer_ctx{.rank = options.rank, .peer = rank, .op = "tcp.accept"};
+    std::unique_ptr<TlsSession> tls = secure(fd.get(), TlsSession::Side::kAcceptor, options, rank, deadline, peer_ctx);
+    accepted.push_back({rank, std::move(fd), std::move(tls)});
   }
   return accepted;
 }
 
 // Connects to every lower rank in `lower` (ascending) and completes each handshake.
-std::vector<std::pair<int, UniqueFd>> connect_peers(const std::vector<int>& lower, const TcpOptions& options,
-                                                    KeyValueStore& store, Deadline deadline) {
-  std::vector<std::pair<int, UniqueFd>> connected;
+std::vector<Connection> connect_peers(const std::vector<int>& lower, const TcpOptions& options, KeyValueStore& store,
+                                      Deadline deadline) {
+  std::vector<Connection> connected;
   for (int peer : lower) {
     ErrorContext ctx{.rank = options.rank, .peer = peer, .op = "tcp.connect"};
     auto [host, port] = split_endpoint(store.get(address_key(peer), deadline), options.rank);
     UniqueFd fd = net::tcp_connect(host, port, deadline, ctx);
     net::Hello hello{.role = net::Role::kTransportPeer, .rank = options.rank, .token = options.token};
     net::client_handshake(fd.get(), hello, deadline, ctx);
-    connected.emplace_back(peer, std::move(fd));
+    std::unique_ptr<TlsSession> tls = secure(fd.get(), TlsSession::Side::kConnector, options, peer, deadline, ctx);
+    connected.push_back({peer, std::move(fd), std::move(tls)});
   }
   return connected;
 }
@@ -102,6 +139,8 @@ std::unique_ptr<TcpTransport> TcpTransport::connect(const TcpOptions& options, K
                                                     Deadline deadline) {
   std::unique_ptr<TcpTransport> t(new TcpTransport(options));
   t->lost_after_ = peer_timeout();
+  net::require_token_beyond_loopback(options.bind_addr, options.token, "the TCP transport",
+                                     {.rank = options.rank, .op = "tcp.listen"});
   UniqueFd listener = net::tcp_listen(options.bind_addr, 0);
   std::string endpoint = net::format_endpoint(options.advertise_addr, net::local_port(listener.get()));
   store.set(address_key(options.rank), endpoint, deadline);
@@ -115,7 +154,7 @@ std::unique_ptr<TcpTransport> TcpTransport::connect(const TcpOptions& options, K
   std::sort(lower.begin(), lower.end());
   // The connecting side runs on its own thread; its error, if any, is rethrown here after the
   // accepting side is done (both are bounded by `deadline`).
-  std::vector<std::pair<int, UniqueFd>> connections;
+  std::vector<Connection> connections;
   std::exception_ptr connect_error;
   std::atomic<bool> connect_failed{false};
   std::thread connector = start_thread({.rank = options.rank, .op = "tcp.connect"}, [&] {
@@ -126,7 +165,7 @@ std::unique_ptr<TcpTransport> TcpTransport::connect(const TcpOptions& options, K
       connect_failed = true;
     }
   });
-  std::vector<std::pair<int, UniqueFd>> accepted;
+  std::vector<Connection> accepted;
   try {
     accepted = accept_peers(listener.get(), higher, options, deadline, connect_failed);
   } catch (...) {
@@ -137,14 +176,15 @@ std::unique_ptr<TcpTransport> TcpTransport::connect(const TcpOptions& options, K
   if (connect_error) std::rethrow_exception(connect_error);
   for (auto& peer : accepted) connections.push_back(std::move(peer));
 
-  std::sort(connections.begin(), connections.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-  int max_rank = connections.empty() ? 0 : connections.back().first;
+  std::sort(connections.begin(), connections.end(), [](const auto& a, const auto& b) { return a.peer < b.peer; });
+  int max_rank = connections.empty() ? 0 : connections.back().peer;
   t->peer_index_.assign(static_cast<std::size_t>(std::max(max_rank, options.rank)) + 1, -1);
-  for (auto& [peer, fd] : connections) {
-    net::set_nonblocking(fd.get());
-    net::set_nodelay(fd.get());
-    t->peer_index_[static_cast<std::size_t>(peer)] = static_cast<int>(t->peers_.size());
-    t->peers_.push_back(std::make_unique<Peer>(options.rank, peer, std::move(fd)));
+  for (Connection& c : connections) {
+    net::set_nonblocking(c.fd.get());
+    net::set_nodelay(c.fd.get());
+    if (c.tls) log::debug("rank {}: TLS to rank {}: {}", options.rank, c.peer, c.tls->describe());
+    t->peer_index_[static_cast<std::size_t>(c.peer)] = static_cast<int>(t->peers_.size());
+    t->peers_.push_back(std::make_unique<Peer>(options.rank, c.peer, std::move(c.fd), std::move(c.tls)));
   }
   return t;
 }

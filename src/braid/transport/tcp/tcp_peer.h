@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -11,6 +12,7 @@
 #include "braid/transport/matcher.h"
 #include "braid/transport/message_header.h"
 #include "braid/transport/tcp/tcp_transport.h"
+#include "braid/transport/tcp/tls_session.h"
 
 namespace braid::tcp {
 
@@ -19,6 +21,8 @@ struct TcpTransport::Peer {
 
   int rank = -1;
   UniqueFd fd;
+  std::unique_ptr<TlsSession> tls;  // BRAID_TLS=on: every byte goes through it
+  std::string tls_stage;            // TLS: a header with its payload's first bytes (send_parts)
   Matcher matcher;
   State state = State::kOpen;
   bool bye_received = false;
@@ -45,10 +49,13 @@ struct TcpTransport::Peer {
   std::string abort_text;                   // kAbortText: sized to the frame's byte count
   std::size_t abort_text_got = 0;
 
-  Peer(int self, int peer_rank, UniqueFd socket) : rank(peer_rank), fd(std::move(socket)), matcher(self, peer_rank) {}
+  Peer(int self, int peer_rank, UniqueFd socket, std::unique_ptr<TlsSession> session)
+      : rank(peer_rank), fd(std::move(socket)), tls(std::move(session)), matcher(self, peer_rank) {}
 
   bool pending() const { return !sends.empty() || incoming.has_value() || matcher.has_posted_recvs(); }
-  bool wants_to_write() const { return out_active || !sends.empty() || !control.empty(); }
+  bool wants_to_write() const {
+    return out_active || !sends.empty() || !control.empty() || (tls && tls->buffered() > 0);
+  }
   const Request* oldest_request() const {
     if (incoming && incoming->recv) return incoming->recv.get();
     if (!sends.empty()) return sends.front().get();

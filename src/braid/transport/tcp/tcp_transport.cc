@@ -59,10 +59,19 @@ bool TcpTransport::progress() {
 bool TcpTransport::progress_sends(Peer& p) {
   if (p.state != Peer::State::kOpen) return false;
   bool moved = false;
+  if (p.tls && p.tls->buffered() > 0) {  // records of an earlier write still to go out
+    const std::size_t before = p.tls->buffered();
+    if (int err = p.tls->flush(); err != 0) {
+      on_eof(p, err);
+      return false;
+    }
+    moved = p.tls->buffered() < before;
+  }
   while (true) {
     if (!p.out_active) {
       if (!p.control.empty()) {
-        ssize_t n = ::send(p.fd.get(), p.control.data(), p.control.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+        const iovec control{p.control.data(), p.control.size()};
+        ssize_t n = send_parts(p, &control, 1);
         if (n < 0) {
           if (would_block(errno)) break;
           if (errno == EINTR) continue;
@@ -89,10 +98,7 @@ bool TcpTransport::progress_sends(Peer& p) {
     std::uint64_t left = r.envelope.bytes - r.transferred;
     if (left > 0) iov[count++] = {r.data + r.transferred, static_cast<std::size_t>(std::min<std::uint64_t>(left, kMaxIo))};
     if (count > 0) {
-      msghdr msg{};
-      msg.msg_iov = iov;
-      msg.msg_iovlen = static_cast<std::size_t>(count);
-      ssize_t n = ::sendmsg(p.fd.get(), &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+      ssize_t n = send_parts(p, iov, count);
       if (n < 0) {
         if (would_block(errno)) break;
         if (errno == EINTR) continue;
@@ -114,6 +120,22 @@ bool TcpTransport::progress_sends(Peer& p) {
   return moved;
 }
 
+ssize_t TcpTransport::send_parts(Peer& p, const iovec* iov, int count) {
+  if (p.tls) {
+    if (count == 1) return p.tls->write(iov[0].iov_base, iov[0].iov_len);
+    // A header and its payload's start in one record: a small message costs one record (and
+    // one send) instead of two. The loop comes back for the rest of the payload.
+    const std::size_t first = std::min(iov[1].iov_len, TlsSession::kRecordBytes - iov[0].iov_len);
+    p.tls_stage.assign(static_cast<const char*>(iov[0].iov_base), iov[0].iov_len);
+    p.tls_stage.append(static_cast<const char*>(iov[1].iov_base), first);
+    return p.tls->write(p.tls_stage.data(), p.tls_stage.size());
+  }
+  msghdr msg{};
+  msg.msg_iov = const_cast<iovec*>(iov);
+  msg.msg_iovlen = static_cast<std::size_t>(count);
+  return ::sendmsg(p.fd.get(), &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+}
+
 bool TcpTransport::progress_recvs(Peer& p) {
   if (p.state != Peer::State::kOpen) return false;
   bool moved = false;
@@ -132,7 +154,7 @@ bool TcpTransport::progress_recvs(Peer& p) {
 // closed or failed connection goes to on_eof, which throws if requests wait on this peer.
 TcpTransport::Received TcpTransport::receive(Peer& p, std::byte* dst, std::size_t want) {
   while (want > 0) {
-    ssize_t n = ::recv(p.fd.get(), dst, want, MSG_DONTWAIT);
+    ssize_t n = p.tls ? p.tls->read(dst, want) : ::recv(p.fd.get(), dst, want, MSG_DONTWAIT);
     if (n > 0) return {.bytes = static_cast<std::size_t>(n)};
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && would_block(errno)) return {.go_on = false};
@@ -266,6 +288,10 @@ void TcpTransport::arm_wakeup(WakeupArm& arm) {
 }
 
 void TcpTransport::sleep(const WakeupArm& arm, Seconds max_wait) {
+  // Bytes TLS decrypted but nobody read yet make no socket readable: do not wait on them.
+  for (const auto& p : peers_) {
+    if (p->tls && p->state == Peer::State::kOpen && p->tls->pending() > 0) return;
+  }
   std::vector<pollfd> fds = arm.poll_fds;
   auto ms = static_cast<int>(max_wait.count() * 1000.0 + 0.999);
   ::poll(fds.data(), fds.size(), std::max(ms, 0));
@@ -324,7 +350,8 @@ void TcpTransport::shutdown(Deadline deadline) noexcept {
       if (p->out_active) continue;  // a send was abandoned mid-frame; the peer sees EOF
       WireHeader bye = make_bye_header();
       p->control.append(reinterpret_cast<const char*>(&bye), sizeof bye);
-      net::write_all(p->fd.get(), p->control.data(), p->control.size(), deadline, {.rank = options_.rank, .peer = p->rank, .op = "shutdown"});
+      if (p->tls) p->tls->write_all(p->control.data(), p->control.size(), deadline);
+      else net::write_all(p->fd.get(), p->control.data(), p->control.size(), deadline, {.rank = options_.rank, .peer = p->rank, .op = "shutdown"});
       p->control.clear();
       ::shutdown(p->fd.get(), SHUT_WR);
     } catch (...) {

@@ -1,5 +1,6 @@
 // Point-to-point transport over TCP: one connection per pair of ranks, full duplex,
-// TCP_NODELAY, non-blocking. Each direction is a stream of frames (message_header.h): a data
+// TCP_NODELAY, non-blocking, optionally inside TLS 1.3 (BRAID_TLS=on: tls_session.h; then
+// headers and payloads are written as TLS records instead of by writev). Each direction is a stream of frames (message_header.h): a data
 // frame's payload is written straight from the sender's buffer (writev of header + payload)
 // and read straight into the matched receive's buffer, so large messages stream without a
 // staging copy. Abort and bye control frames travel between data frames.
@@ -21,6 +22,8 @@
 #include <string>
 #include <vector>
 
+#include <sys/uio.h>
+
 #include "braid/base/unique_fd.h"
 #include "braid/transport/matcher.h"
 #include "braid/transport/transport.h"
@@ -37,6 +40,7 @@ struct TcpOptions {
   std::string bind_addr;         // where this rank's listener binds
   std::string advertise_addr;    // what peers are told to connect to
   std::string token;             // the job token every connection proves
+  bool tls = false;              // BRAID_TLS: every connection also runs TLS 1.3 (tls_session.h)
 };
 
 class TcpTransport final : public Transport {
@@ -76,6 +80,8 @@ class TcpTransport final : public Transport {
     bool go_on = true;      // false once the socket has nothing more (or closed)
   };
   Received receive(Peer& p, std::byte* dst, std::size_t want);
+  // One send of `iov` (plain: sendmsg; TLS: the first part as records), as ::send returns.
+  static ssize_t send_parts(Peer& p, const iovec* iov, int count);
   // The steps of progress_recvs, one per Peer::ReadTarget: each reads into its target and
   // acts on it once complete.
   Received read_header(Peer& p);
