@@ -19,6 +19,7 @@ PACKAGES=(
   dataset-fashion-mnist fortunes  # braid-train's data: Fashion-MNIST IDX files, the fortunes corpus
   python3-torch                   # the PyTorch DDP peer in bench/compare_ddp.sh
   pybind11-dev python3-dev        # the torch.distributed backend "braid" (src/braid/python, docs/python.md)
+  slurmctld slurmd slurm-client munge  # tests/slurm: a private one-node Slurm (scripts/slurm.sh)
 )
 
 # Debian's LibTorch calls the generic libblas.so.3 / liblapack.so.3, which the alternatives

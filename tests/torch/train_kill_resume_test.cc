@@ -1,7 +1,7 @@
 // Exact resume after killing the whole job (issue 21, item 6): for every kind of checkpoint
 // braid-train writes (DDP's checkpoint.pt, ZeRO's shards and manifest at stages 2 and 3, the
-// mesh's shard per (stage, TP rank) with its manifest, on pp, tp and dp x pp x tp layouts), a
-// run with a checkpoint every 2 steps is SIGKILLed whole twice and resumed each time, and its
+// mesh's shard per (stage, TP rank) with its manifest, on pp, tp and dp x pp x tp layouts, also
+// under --zero 1 and 3), a run with a checkpoint every 2 steps is SIGKILLed whole twice and resumed each time, and its
 // final parameters equal, bit for bit, those of the run that never stopped:
 //
 //   1. killed in the middle of writing the checkpoint of a randomly chosen save (one rank
@@ -203,6 +203,14 @@ TEST_F(KillResumeTest, DataPipelineTensorParallelWithZero) {
   kill_twice_and_resume({8, {"--model", "gpt", "--context", "16", "--optimizer", "adam", "--batch", "8", "--train-samples",
                              "48", "--tp", "2", "--pp", "2", "--microbatches", "2", "--dropout", "0.1", "--zero", "1"},
                          "pp1-tp1/zero-checkpoint.json.tmp."});
+}
+
+// ZeRO stage 3 on the mesh, dp 2 x pp 2 with dropout (each stage's shard a sharded ZeRO checkpoint of
+// its units, the dropout streams among its buffers): torn in stage 1's rank-1 shard file.
+TEST_F(KillResumeTest, MeshZeroStageThreeWithDropout) {
+  kill_twice_and_resume({4, {"--model", "gpt", "--context", "16", "--optimizer", "adam", "--batch", "8", "--train-samples",
+                             "48", "--pp", "2", "--microbatches", "2", "--dropout", "0.1", "--zero", "3"},
+                         "pp1-tp0/zero-1-rank1.pt.tmp."});
 }
 
 // The mesh manifest's generations, from the files up: a checkpoint in the layout before them

@@ -183,11 +183,14 @@ TEST_F(ZeroTrainTest, WhatIsNotImplementedYetIsRefusedNamingTheFlags) {
     std::string message;
   };
   std::vector<std::string> gpt = {"--model", "gpt", "--context", "16", "--batch", "8", "--steps", "1"};
-  // --zero 3 --checkpoint-dir is built (train_zero3_checkpoint_test.cc); stage 3 on the mesh is
-  // (train_mesh_zero3_test.cc), but not its checkpoints.
-  for (const Case& c : {Case{plus(gpt, {"--zero", "3", "--dropout", "0.1", "--checkpoint-dir", "ckpt"}),
-                             "--zero 3: with --tp, --pp or --dropout (the mesh trainer) and --checkpoint-dir / --resume: "
-                             "stage 3's checkpoints on the mesh are not implemented yet"},
+  // Stage 3 on the mesh, its checkpoints and ZeRO++ over pp and dropout meshes are built
+  // (train_mesh_zero3_test.cc, train_mesh_zero3_checkpoint_test.cc); hpz on the mesh and ZeRO++
+  // with --tp are refused (train_config.cc says why).
+  for (const Case& c : {Case{plus(gpt, {"--zero", "3", "--dropout", "0.1", "--zero-pp", "hpz"}),
+                             "--zero 3: with --tp, --pp or --dropout (the mesh trainer) and --zero-pp hpz: hpz is refused "
+                             "on the mesh"},
+                        Case{plus(gpt, {"--zero", "1", "--tp", "2", "--zero-pp", "qgz"}),
+                             "--zero 1: with --tp 2 and --zero-pp qgz: ZeRO++ on the mesh's stage 1 works over --pp and --dropout"},
                         Case{plus(gpt, {"--zero", "2", "--pp", "2"}), "--zero 2: with --tp, --pp or --dropout"},
                         Case{{"--zero", "1", "--compress", "fp16"}, "--zero 1: with --compress fp16"},
                         Case{{"--zero", "4"}, "--zero 4: the stage must be 0, 1, 2 or 3"}}) {

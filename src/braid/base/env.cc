@@ -26,7 +26,8 @@ constexpr std::array kBraidVariables{
 constexpr std::array kForeignVariables{
     kTorchRank, kTorchWorldSize, kTorchLocalRank, kTorchLocalWorldSize, kTorchMasterAddr,
     kTorchMasterPort, kOmpiRank, kOmpiSize, kOmpiLocalRank, kOmpiLocalSize,
-    kSlurmProcId, kSlurmNtasks, kSlurmLocalId, kSlurmTasksPerNode,
+    kSlurmProcId, kSlurmNtasks, kSlurmLocalId, kSlurmTasksPerNode, kSlurmStepTasksPerNode, kSlurmNodeId,
+    kSlurmStepNodelist, kSlurmJobNodelist, kSlurmJobId, kSlurmStepId,
 };
 
 // Integral bounds print as integers (1073741824, not 1.073741824e+09).

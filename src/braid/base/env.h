@@ -137,6 +137,12 @@ inline constexpr Variable kSlurmProcId{"SLURM_PROCID", "", "Slurm: rank"};
 inline constexpr Variable kSlurmNtasks{"SLURM_NTASKS", "", "Slurm: world size"};
 inline constexpr Variable kSlurmLocalId{"SLURM_LOCALID", "", "Slurm: local rank"};
 inline constexpr Variable kSlurmTasksPerNode{"SLURM_NTASKS_PER_NODE", "", "Slurm: local world size"};
+inline constexpr Variable kSlurmStepTasksPerNode{"SLURM_STEP_TASKS_PER_NODE", "", "Slurm: tasks on each node of the step (2(x3),1); the local world size when SLURM_NTASKS_PER_NODE is unset"};
+inline constexpr Variable kSlurmNodeId{"SLURM_NODEID", "", "Slurm: this node's index in the step"};
+inline constexpr Variable kSlurmStepNodelist{"SLURM_STEP_NODELIST", "", "Slurm: the step's hosts; the first is the default store address"};
+inline constexpr Variable kSlurmJobNodelist{"SLURM_JOB_NODELIST", "", "Slurm: the job's hosts (read when SLURM_STEP_NODELIST is unset)"};
+inline constexpr Variable kSlurmJobId{"SLURM_JOB_ID", "", "Slurm: job id (with SLURM_STEP_ID, the default store port)"};
+inline constexpr Variable kSlurmStepId{"SLURM_STEP_ID", "", "Slurm: step id"};
 
 // All braid-owned (BRAID_*) variables, in documentation order.
 std::span<const Variable> braid_variables();

@@ -243,7 +243,7 @@ Hello server_handshake(int fd, const std::string& expected_token, Role expected_
 
 void require_token_beyond_loopback(const std::string& bind_addr, const std::string& token, std::string_view listener,
                                    const ErrorContext& ctx) {
-  if (!token.empty() || bind_addr.empty() || is_loopback_address(bind_addr)) return;
+  if (!token.empty() || bind_addr.empty() || binds_loopback_only(bind_addr)) return;
   throw InvalidArgument(ctx, fmt::format("refusing to start {} on {} without a job token: any process that can reach "
                                          "that address could join the job; set BRAID_JOB_TOKEN (braid-run --token-file "
                                          "F, or its own fresh token) or listen on loopback only",

@@ -8,6 +8,7 @@
 
 #include "braid/base/error.h"
 #include "braid/bootstrap/job_token.h"
+#include "braid/bootstrap/slurm_layout.h"
 #include "braid/bootstrap/socket.h"
 
 namespace braid {
@@ -55,6 +56,38 @@ const Launcher* find_launcher(const EnvLookup& lookup) {
   return nullptr;
 }
 
+// srun without --ntasks-per-node: this node's entry of the step's task counts.
+std::optional<long long> slurm_local_size(const EnvLookup& lookup) {
+  std::optional<std::string> counts = lookup(env::kSlurmStepTasksPerNode);
+  if (!counts) return std::nullopt;
+  const std::vector<int> per_node = slurm::tasks_per_node(*counts);
+  const long long node = read_int(lookup, env::kSlurmNodeId).value_or(0);
+  if (node < 0 || node >= static_cast<long long>(per_node.size())) {
+    bad_value(env::kSlurmNodeId, std::to_string(node),
+              fmt::format("is not a node of {}='{}'", env::kSlurmStepTasksPerNode.name, *counts));
+  }
+  return per_node[static_cast<std::size_t>(node)];
+}
+
+// Under srun, with no store address set: the step's first node, and a port from the job and
+// step ids (slurm_layout.h). What the user sets wins (read_store_address).
+struct StoreDefaults {
+  std::optional<std::string> addr;
+  std::optional<std::uint16_t> port;
+};
+
+StoreDefaults slurm_store_defaults(const EnvLookup& lookup, const RankInfo& info) {
+  StoreDefaults d;
+  if (info.source != std::string_view("slurm")) return d;
+  if (std::optional<long long> job = read_int(lookup, env::kSlurmJobId)) {
+    d.port = slurm::default_store_port(*job, read_int(lookup, env::kSlurmStepId).value_or(0));
+  }
+  std::optional<std::string> nodes = lookup(env::kSlurmStepNodelist);
+  if (!nodes) nodes = lookup(env::kSlurmJobNodelist);
+  if (nodes) d.addr = slurm::first_host(*nodes);
+  return d;
+}
+
 void read_ranks(const EnvLookup& lookup, const Launcher& launcher, RankInfo& info) {
   std::optional<long long> rank = read_int(lookup, *launcher.rank);
   std::optional<long long> world = read_int(lookup, *launcher.world_size);
@@ -70,6 +103,7 @@ void read_ranks(const EnvLookup& lookup, const Launcher& launcher, RankInfo& inf
               fmt::format("is out of range for {}={} (ranks are 0..{})", launcher.world_size->name, *world, *world - 1));
   }
   std::optional<long long> local_size = read_int(lookup, *launcher.local_world_size, /*allow_tail=*/true);
+  if (!local_size && launcher.rank == &env::kSlurmProcId) local_size = slurm_local_size(lookup);
   if (local_size && (*local_size < 1 || *local_size > *world)) {
     bad_value(*launcher.local_world_size, *lookup(*launcher.local_world_size),
               fmt::format("must be between 1 and {}={}", launcher.world_size->name, *world));
@@ -88,11 +122,13 @@ void read_ranks(const EnvLookup& lookup, const Launcher& launcher, RankInfo& inf
   info.local_world_size = static_cast<int>(local_size.value_or(*world == 1 ? 1 : -1));
 }
 
-void read_store_address(const EnvLookup& lookup, RankInfo& info) {
+void read_store_address(const EnvLookup& lookup, RankInfo& info, const StoreDefaults& defaults) {
   const env::Variable* port_var = lookup(env::kMasterPort)        ? &env::kMasterPort
                                   : lookup(env::kTorchMasterPort) ? &env::kTorchMasterPort
                                                                   : nullptr;
-  if (port_var != nullptr) {
+  if (port_var == nullptr && defaults.port) {
+    info.master_port = *defaults.port;
+  } else if (port_var != nullptr) {
     long long port = *read_int(lookup, *port_var);
     if (port < 1 || port > 65535) bad_value(*port_var, *lookup(*port_var), "is not a TCP port (1..65535)");
     info.master_port = static_cast<std::uint16_t>(port);
@@ -105,6 +141,8 @@ void read_store_address(const EnvLookup& lookup, RankInfo& info) {
     info.master_addr = *addr;
   } else if (auto torch_addr = lookup(env::kTorchMasterAddr)) {
     info.master_addr = *torch_addr;
+  } else if (defaults.addr) {
+    info.master_addr = *defaults.addr;
   } else if (info.local_world_size > 0 && info.local_world_size < info.world_size) {
     throw InvalidArgument({.op = "discover"},
                           fmt::format("the {} ranks span several hosts ({} per host) but no store address is set: set "
@@ -140,7 +178,7 @@ std::string read_boot_id() {
 RankInfo discover_rank_info(const EnvLookup& lookup) {
   RankInfo info;
   if (const Launcher* launcher = find_launcher(lookup)) read_ranks(lookup, *launcher, info);
-  read_store_address(lookup, info);
+  read_store_address(lookup, info, slurm_store_defaults(lookup, info));
   read_job(lookup, info);
   return info;
 }

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "braid/base/error.h"
+#include "braid/bootstrap/slurm_layout.h"
 #include "braid/bootstrap/socket.h"
 
 namespace braid {
@@ -114,6 +115,28 @@ TEST(RankDiscovery, SlurmWithoutTasksPerNodeLeavesLocalSizeUnknown) {
   EXPECT_EQ(info.local_world_size, -1);
   EXPECT_EQ(info.master_addr, "127.0.0.1");
   EXPECT_TRUE(contains(describe(info), "rank 1 of 2 (local 1 of ?) from slurm")) << describe(info);
+}
+
+// What srun gives a task without --ntasks-per-node or a store address: the step's layout
+// fills in the local size, the store host and a port (slurm_layout.h); set values still win.
+TEST(RankDiscovery, SrunAloneGivesTheLocalSizeAndTheStore) {
+  const std::map<std::string, std::string> srun{{"SLURM_PROCID", "5"},           {"SLURM_NTASKS", "7"},
+                                                {"SLURM_LOCALID", "1"},          {"SLURM_NODEID", "1"},
+                                                {"SLURM_STEP_TASKS_PER_NODE", "4,3"}, {"SLURM_STEP_NODELIST", "n[07-08]"},
+                                                {"SLURM_JOB_ID", "42"},          {"SLURM_STEP_ID", "3"}};
+  RankInfo info = discover(srun);
+  EXPECT_EQ(info.local_world_size, 3);
+  EXPECT_EQ(info.master_addr, "n07");
+  EXPECT_EQ(info.master_port, slurm::default_store_port(42, 3));
+  auto with = srun;
+  with.insert({{"MASTER_ADDR", "head"}, {"MASTER_PORT", "29400"}, {"SLURM_NTASKS_PER_NODE", "2"}});
+  info = discover(with);
+  EXPECT_EQ(info.master_addr, "head");
+  EXPECT_EQ(info.master_port, 29400);
+  EXPECT_EQ(info.local_world_size, 2);
+  with = srun;
+  with["SLURM_NODEID"] = "2";  // the step has two nodes
+  EXPECT_THROW(discover(with), InvalidArgument);
 }
 
 TEST(RankDiscovery, OneRankLauncherNeedsNoPort) {

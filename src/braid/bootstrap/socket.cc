@@ -356,6 +356,30 @@ bool is_loopback_address(const std::string& host_in) {
   return false;
 }
 
+bool binds_loopback_only(const std::string& host_in) {
+  const std::string host = strip_brackets(host_in);
+  if (is_loopback_address(host)) return true;
+  in6_addr literal{};
+  if (::inet_pton(AF_INET, host.c_str(), &literal) == 1 || ::inet_pton(AF_INET6, host.c_str(), &literal) == 1) {
+    return false;  // a literal that is not loopback
+  }
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  if (::getaddrinfo(host.c_str(), nullptr, &hints, &found) != 0 || found == nullptr) return false;
+  bool loopback_only = true;
+  for (const addrinfo* a = found; a != nullptr; a = a->ai_next) {
+    char text[INET6_ADDRSTRLEN] = {};
+    const void* addr = a->ai_family == AF_INET ? static_cast<const void*>(&reinterpret_cast<const sockaddr_in*>(a->ai_addr)->sin_addr)
+                                               : static_cast<const void*>(&reinterpret_cast<const sockaddr_in6*>(a->ai_addr)->sin6_addr);
+    ::inet_ntop(a->ai_family, addr, text, sizeof text);
+    loopback_only = loopback_only && is_loopback_address(text);
+  }
+  ::freeaddrinfo(found);
+  return loopback_only;
+}
+
 std::string hostname() {
   char name[HOST_NAME_MAX + 1] = {};
   if (::gethostname(name, sizeof name - 1) != 0) throw_system_error({}, "gethostname", errno);

@@ -67,6 +67,11 @@ bool wait_ready(int fd, short events, Deadline deadline);
 
 // 127.0.0.0/8, ::1 (also bracketed and v4-mapped ::ffff:127.x.y.z) and "localhost".
 bool is_loopback_address(const std::string& host);
+// Whether a listener bound to `host` (a literal or a name) is reachable from this host only:
+// a literal by is_loopback_address, a name when every address it resolves to is loopback (a
+// cluster node's own name that /etc/hosts maps to 127.0.x.x). A name that does not resolve is
+// not loopback.
+bool binds_loopback_only(const std::string& host);
 
 // This machine's host name (gethostname).
 std::string hostname();

@@ -1,5 +1,7 @@
 #include "braid/bootstrap/socket.h"
 
+#include <netdb.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 
 #include <chrono>
@@ -154,6 +156,34 @@ TEST(Socket, LoopbackAddresses) {
   EXPECT_FALSE(is_loopback_address("::2"));
   EXPECT_FALSE(is_loopback_address("example.com"));
   EXPECT_FALSE(is_loopback_address(""));
+}
+
+// A listener's reach: literals as above; a name by everything it resolves to. "localhost"
+// resolves to loopback on any machine; an unresolvable name and a routable literal do not.
+TEST(Socket, BindsLoopbackOnly) {
+  EXPECT_TRUE(binds_loopback_only("127.0.0.1"));
+  EXPECT_TRUE(binds_loopback_only("[::1]"));
+  EXPECT_TRUE(binds_loopback_only("localhost"));
+  EXPECT_FALSE(binds_loopback_only("10.0.0.1"));
+  EXPECT_FALSE(binds_loopback_only("0.0.0.0"));
+  EXPECT_FALSE(binds_loopback_only("::"));
+  EXPECT_FALSE(binds_loopback_only("no-such-host.invalid"));
+  // This machine's own name: loopback only where /etc/hosts maps it so (as on this VM), and the
+  // answer must agree with what the name resolves to.
+  const std::string self = hostname();
+  addrinfo* found = nullptr;
+  if (::getaddrinfo(self.c_str(), nullptr, nullptr, &found) == 0) {
+    bool all_loopback = true;
+    for (const addrinfo* a = found; a != nullptr; a = a->ai_next) {
+      if (a->ai_family == AF_INET) {
+        all_loopback &= (ntohl(reinterpret_cast<const sockaddr_in*>(a->ai_addr)->sin_addr.s_addr) >> 24) == 127;
+      } else if (a->ai_family == AF_INET6) {
+        all_loopback &= IN6_IS_ADDR_LOOPBACK(&reinterpret_cast<const sockaddr_in6*>(a->ai_addr)->sin6_addr) != 0;
+      }
+    }
+    ::freeaddrinfo(found);
+    EXPECT_EQ(binds_loopback_only(self), all_loopback) << self;
+  }
 }
 
 TEST(Socket, FormatsEndpoints) {

@@ -9,6 +9,10 @@ std::string elastic_refusal(const TrainConfig& c) {
     return "--elastic covers the data-parallel trainer only: with --tp, --pp or --dropout (the mesh) each rank holds "
            "a stage or a slice of the model that no survivor has a copy of (elastic meshes are the next step)";
   }
+  if (c.model == "moe-gpt") {
+    return "--elastic with --model moe-gpt: its experts are sharded over the expert-parallel group, so a lost "
+           "rank's experts have no copy (elastic MoE is the next step)";
+  }
   if (c.zero != 0) {
     return fmt::format("--elastic with --zero {}: ZeRO shards the optimizer state over the ranks, so a lost rank's "
                        "shard has no copy (buddy copies of the shards are the next step); use --zero 0",

@@ -29,6 +29,7 @@ TEST(ElasticConfig, EveryModeWithStateOnlyTheLostRankHeldIsRefusedNamingWhy) {
       {[](TrainConfig& c) { c.model = "gpt"; c.tp = 2; }, "data-parallel trainer only"},
       {[](TrainConfig& c) { c.pp = 2; }, "data-parallel trainer only"},
       {[](TrainConfig& c) { c.model = "gpt"; c.dropout = 0.1; }, "data-parallel trainer only"},
+      {[](TrainConfig& c) { c.model = "moe-gpt"; }, "--model moe-gpt: its experts are sharded"},
       {[](TrainConfig& c) { c.zero = 1; }, "--zero 1: ZeRO shards the optimizer state"},
       {[](TrainConfig& c) { c.zero = 3; }, "--zero 3: ZeRO shards"},
       {[](TrainConfig& c) { c.compress = "int8"; }, "--compress int8: the codecs' error-feedback residuals"},

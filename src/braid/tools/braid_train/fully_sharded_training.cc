@@ -6,20 +6,24 @@
 
 namespace braid::train {
 
-std::unique_ptr<torch::FullyShardedModule> make_fully_sharded(Communicator& comm, const TrainConfig& config,
-                                                              TrainModel& model) {
-  ::torch::nn::Sequential layers = model.layers();
+torch::FullyShardedOptions fully_sharded_options(const TrainConfig& config) {
   ZeroPlusPlus zero_pp = parse_zero_pp(config.zero_pp, 3);  // qwZ and qgZ per unit
   // --precision bf16|fp16 (refused with --zero-pp): both collectives of every unit in 16 bits,
   // gathered from the exact fp32 shards.
   compress::CodecId wire = plan_precision(config).wire;
+  return {.max_gathered_units = config.max_gathered_units,
+          .weight_codec = zero_pp.weight_codec(wire),
+          .gradient_codec = zero_pp.gradient_codec(wire),
+          .hierarchical_partition = zero_pp.hpz};
+}
+
+std::unique_ptr<torch::FullyShardedModule> make_fully_sharded(Communicator& comm, const TrainConfig& config,
+                                                              TrainModel& model) {
+  ::torch::nn::Sequential layers = model.layers();
   return std::make_unique<torch::FullyShardedModule>(
       comm, layers, torch::units_of_layers_with_parameters(layers),
       [&config](std::vector<::torch::Tensor> shards) { return make_optimizer(config, std::move(shards)); },
-      torch::FullyShardedOptions{.max_gathered_units = config.max_gathered_units,
-                                 .weight_codec = zero_pp.qwz ? compress::CodecId::kInt8 : wire,
-                                 .gradient_codec = zero_pp.qgz ? compress::CodecId::kInt8 : wire,
-                                 .hierarchical_partition = zero_pp.hpz});
+      fully_sharded_options(config));
 }
 
 GradSyncStats stage3_stats(const torch::FullyShardedStepStats& step) {

@@ -18,7 +18,10 @@
 
 namespace braid::train {
 
-// The optimizer of the flags over the shards; --max-gathered-units as the cap.
+// The options of the flags: --max-gathered-units as the cap, the codecs of --zero-pp (qwz, qgz)
+// or else --precision's wire, hpz. The data-parallel trainer's and the mesh's stage 3 alike.
+torch::FullyShardedOptions fully_sharded_options(const TrainConfig& config);
+// The optimizer of the flags over the shards; fully_sharded_options.
 std::unique_ptr<torch::FullyShardedModule> make_fully_sharded(Communicator& comm, const TrainConfig& config,
                                                               TrainModel& model);
 // One step's traffic in the shape the report adds up (wire and dense wire bytes, the time waited).

@@ -92,6 +92,17 @@ void check_same_position(const MeshCheckpoint& c, const torch::TrainingPosition&
   }
 }
 
+// --zero 1 and 3: the view of the group's sharded ZeRO checkpoint; nullopt for --zero 0.
+std::optional<torch::ZeroCheckpointView> zero_view(const MeshCheckpoint& c) {
+  if (c.zero) return torch::checkpoint_view(*c.zero);
+  if (!c.sharded) return std::nullopt;
+  torch::ZeroCheckpointView view = torch::checkpoint_view(*c.sharded);
+  // The stage module registers the layers under the names the sharded Sequential gives them
+  // ("layer<i>"), plus the dropout streams: its buffers are the Sequential's and "rng_state".
+  view.module = c.stage_module;
+  return view;
+}
+
 }  // namespace
 
 std::string MeshCheckpoint::manifest_path() const { return (fs::path(dir) / "mesh.txt").string(); }
@@ -107,10 +118,10 @@ void save_mesh_checkpoint(const MeshCheckpoint& c, const torch::TrainingPosition
   std::int64_t generation = next_generation(c.world, c.dir);
   std::exception_ptr failure;
   try {
-    if (c.zero) {
-      torch::save_zero_checkpoint(torch::checkpoint_view(*c.zero), c.shard_dir(generation), state, c.fingerprint);
+    if (std::optional<torch::ZeroCheckpointView> view = zero_view(c)) {
+      torch::save_zero_checkpoint(*view, c.shard_dir(generation), state, c.fingerprint);
     } else {
-      torch::save_checkpoint(c.data_parallel, c.shard_dir(generation), c.ddp, c.optimizer, state, c.fingerprint);
+      torch::save_checkpoint(c.data_parallel, c.shard_dir(generation), *c.ddp, *c.optimizer, state, c.fingerprint);
     }
   } catch (...) {
     failure = std::current_exception();
@@ -142,8 +153,9 @@ std::optional<torch::TrainingPosition> load_mesh_checkpoint(const MeshCheckpoint
   std::optional<torch::RunState> state;
   std::exception_ptr failure;
   try {
-    state = c.zero ? torch::load_zero_checkpoint(torch::checkpoint_view(*c.zero), shard, c.fingerprint)
-                   : torch::load_checkpoint(c.data_parallel, shard, c.ddp, c.optimizer, c.fingerprint);
+    std::optional<torch::ZeroCheckpointView> view = zero_view(c);
+    state = view ? torch::load_zero_checkpoint(*view, shard, c.fingerprint)
+                 : torch::load_checkpoint(c.data_parallel, shard, *c.ddp, *c.optimizer, c.fingerprint);
     if (!state) {
       throw Corrupt({.rank = c.world.rank(), .op = "braid-train --resume"},
                     fmt::format("{} names a complete checkpoint, but {} is missing", c.manifest_path(), shard));

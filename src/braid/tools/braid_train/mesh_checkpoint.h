@@ -4,7 +4,12 @@
 // written by world rank 0 once every shard is on disk. With --zero 1 (a ZeroOptimizer over the
 // group's DDP) each shard is the group's sharded ZeRO checkpoint instead (torch/zero_checkpoint.h:
 // a file per data-parallel rank and a manifest per shard directory). An fp16 run's loss scale
-// (the same on every rank) is saved in every shard and restored from the rank's own.
+// (the same on every rank) is saved in every shard and restored from the rank's own. With
+// --zero 3 (a FullyShardedModule over the stage) each shard is likewise its group's sharded ZeRO
+// checkpoint, of the module's units; its buffers are the stage module's (the layers' and the
+// dropout streams' "rng_state", which lives outside the sharded layers), so the streams resume
+// too. Its fingerprint has no world size (TrainConfig::zero_fingerprint): the dp size may
+// change, each group's shard being re-cut by the ZeRO loader (engine::plan_reshard_by_name).
 //
 // Why generations: the shards are separate files written by separate ranks, so a save killed
 // half-way leaves some shards new and others old. Every save therefore writes a new set,
@@ -30,6 +35,7 @@
 #include "braid/parallel/loss_scaler.h"
 #include "braid/torch/checkpoint.h"
 #include "braid/torch/distributed_data_parallel.h"
+#include "braid/torch/fully_sharded.h"
 #include "braid/torch/zero_optimizer.h"
 
 namespace braid::train {
@@ -39,10 +45,12 @@ struct MeshCheckpoint {
   Communicator& data_parallel;     // the shard's group: its rank 0 writes
   std::string dir;
   int stage = 0, tp_rank = 0;
-  torch::DistributedDataParallel& ddp;
-  ::torch::optim::Optimizer& optimizer;  // with `zero`: its inner optimizer (unused here)
+  torch::DistributedDataParallel* ddp = nullptr;   // --zero 0 and 1
+  ::torch::optim::Optimizer* optimizer = nullptr;  // --zero 0
   std::string fingerprint;
   torch::ZeroOptimizer* zero = nullptr;   // --zero 1: the shard is a sharded ZeRO checkpoint
+  torch::FullyShardedModule* sharded = nullptr;  // --zero 3: likewise, of the stage's units
+  ::torch::nn::Module* stage_module = nullptr;   // --zero 3: whose buffers the shard holds
   parallel::DynamicLossScaler* scaler = nullptr;  // --precision fp16
 
   std::string manifest_path() const;

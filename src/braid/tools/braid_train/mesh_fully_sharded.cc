@@ -6,7 +6,8 @@
 #include <vector>
 
 #include "braid/base/error.h"
-#include "braid/tools/braid_train/mixed_precision_training.h"
+#include "braid/collectives/collectives.h"
+#include "braid/tools/braid_train/fully_sharded_training.h"
 #include "braid/tools/braid_train/training_common.h"
 
 namespace braid::train {
@@ -48,13 +49,33 @@ std::unique_ptr<torch::FullyShardedModule> make_mesh_fully_sharded(Communicator&
     for (int i = range.begin; i < range.end; ++i, ++it) own->push_back("layer" + std::to_string(i), *it);
     units.push_back({.name = "chunk" + std::to_string(chunk), .begin = begin, .end = static_cast<int>(own->size())});
   }
-  compress::CodecId wire = plan_precision(config).wire;
   return std::make_unique<torch::FullyShardedModule>(
       data_parallel, own, std::move(units),
       [&config](std::vector<::torch::Tensor> shards) { return make_optimizer(config, std::move(shards)); },
-      torch::FullyShardedOptions{.max_gathered_units = config.max_gathered_units,
-                                 .weight_codec = wire,
-                                 .gradient_codec = wire});
+      fully_sharded_options(config));  // --zero-pp qwz / qgz; hpz is refused on the mesh (train_config.cc)
+}
+
+void average_replicated_shard_gradients(torch::FullyShardedModule& sharded, const std::set<std::string>& replicated,
+                                        Communicator& tp) {
+  if (tp.size() == 1) return;
+  const engine::ShardLayout& layout = sharded.layout();
+  const int rank = sharded.communicator().rank();
+  std::vector<::torch::Tensor> slices;  // views of the shard gradients
+  for (int u = 0; u < sharded.unit_count(); ++u) {
+    ::torch::Tensor grad = sharded.shard(u).grad();
+    for (const engine::ShardPiece& piece : layout.buffers[static_cast<std::size_t>(u)].shard_pieces[static_cast<std::size_t>(rank)]) {
+      if (replicated.count(layout.params[static_cast<std::size_t>(piece.param)].name) == 0) continue;
+      slices.push_back(grad.narrow(0, piece.shard_offset, piece.length));
+    }
+  }
+  if (slices.empty()) return;  // the same on every TP rank: the same layout
+  ::torch::Tensor flat = ::torch::cat(slices);
+  allreduce(tp, flat.data_ptr(), flat.data_ptr(), flat.numel(), DType::kF32, ReduceOp::kAvg);
+  std::int64_t offset = 0;
+  for (::torch::Tensor& slice : slices) {
+    slice.copy_(flat.narrow(0, offset, slice.numel()));
+    offset += slice.numel();
+  }
 }
 
 // The unit is released even when the call throws, so a failed step leaves nothing gathered.

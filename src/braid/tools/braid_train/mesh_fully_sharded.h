@@ -23,6 +23,8 @@
 #pragma once
 
 #include <memory>
+#include <set>
+#include <string>
 
 #include "braid/comm/communicator.h"
 #include "braid/parallel/layer_partition.h"
@@ -33,11 +35,27 @@
 
 namespace braid::train {
 
-// `layers` the whole (TP-split) model's; `stage` this rank's pipeline stage. The wire codec as
-// the data-parallel trainer's stage 3 (--precision: 16 bits).
+// `layers` the whole (TP-split) model's; `stage` this rank's pipeline stage. The codecs as the
+// data-parallel trainer's stage 3 (fully_sharded_options): --zero-pp qwz gathers each chunk in
+// int8 blocks from the exact fp32 shards, qgz reduce-scatters its gradients in int8 (the
+// two-stage scheme), --precision moves both in 16 bits; with --tp see average_replicated_shard_gradients.
+// hpz is refused on the mesh (train_config.cc).
 std::unique_ptr<torch::FullyShardedModule> make_mesh_fully_sharded(Communicator& data_parallel, const TrainConfig& config,
                                                                    ::torch::nn::Sequential& layers,
                                                                    const parallel::LayerPartition& partition, int stage);
+
+// --zero-pp with --tp: agrees the TP-replicated parameters (`replicated`, by name: LayerNorms,
+// row-parallel biases) over the TP group. Their gradients are the same float on every TP rank
+// when the forward sees exact weights, but qwZ and qgZ quantise each rank's flat buffer in blocks
+// that mix those parameters with the rank's own TP pieces, so each TP rank rounds them with other
+// block scales and their shard gradients differ by the rounding; stepped apart, the copies would
+// drift. Averaging (kAvg, rank order: the same bytes on every TP rank) the replicated elements of
+// every shard gradient makes every TP rank take the same step from the same master values. The
+// units' layouts are the same on every TP rank (TP pieces of equal shapes, in the same order), so
+// each rank's shard holds the same replicated elements at the same offsets and the TP ranks issue
+// the same allreduce. Call after the synchronising synchronize(), before unscaling and clipping.
+void average_replicated_shard_gradients(torch::FullyShardedModule& sharded, const std::set<std::string>& replicated,
+                                        Communicator& tp);
 
 // The pipeline stage the runtime drives: `inner`'s calls between a gather and a release of the
 // chunk's unit.

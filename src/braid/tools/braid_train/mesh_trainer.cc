@@ -35,6 +35,7 @@
 #include "braid/tools/braid_train/mesh_fully_sharded.h"
 #include "braid/tools/braid_train/mixed_precision_training.h"
 #include "braid/tools/braid_train/training_common.h"
+#include "braid/tools/braid_train/zero_pp.h"
 
 namespace braid::train {
 namespace {
@@ -104,6 +105,7 @@ class MeshTrainer {
   std::unique_ptr<torch::SequentialStage> stage_model_;
   std::shared_ptr<::torch::nn::Module> stage_holder_;
   torch::ParameterSplit stage_params_;
+  std::set<std::string> replicated_names_;  // stage_params_.replicated, as the stage module names them
   std::unique_ptr<torch::DistributedDataParallel> ddp_;
   std::unique_ptr<::torch::optim::Optimizer> optimizer_;  // --zero 0
   std::unique_ptr<torch::ZeroOptimizer> zero_;             // --zero 1 or 2: sharded over the dp axis
@@ -198,6 +200,11 @@ void MeshTrainer::build_stage() {
   // streams after it.
   stage_holder_ = stage_module(layers, stage_model_->layers(), rng_->state());
   stage_params_ = torch::split_by_tensor_parallelism(*stage_holder_);
+  std::set<const void*> replicated;
+  for (const ::torch::Tensor& p : stage_params_.replicated) replicated.insert(p.unsafeGetTensorImpl());
+  for (const auto& item : stage_holder_->named_parameters()) {
+    if (replicated.count(item.value().unsafeGetTensorImpl())) replicated_names_.insert(item.key());
+  }
   if (config_.zero == 3) {  // no DDP: the FullyShardedModule reduce-scatters (mesh_fully_sharded.h)
     sharded_ = make_mesh_fully_sharded(mesh_->data_parallel(), config_, layers, partition_, stage_);
     sharded_stage_ = std::make_unique<FullyShardedPipelineStage>(*stage_model_, *sharded_);
@@ -216,27 +223,34 @@ void MeshTrainer::build_stage() {
 }
 
 void MeshTrainer::build_data_parallel() {
+  // --zero-pp on the mesh's ZeRO-1: qgZ reduce-scatters and qwZ allgathers over the dp group,
+  // the same collectives as the data-parallel trainer's (the TP and pipeline traffic unchanged).
+  ZeroPlusPlus zero_pp = parse_zero_pp(config_.zero_pp, config_.zero);
   ddp_ = std::make_unique<torch::DistributedDataParallel>(
       mesh_->data_parallel(), stage_holder_,
       torch::DdpOptions{.bucket_cap = config_.bucket_mb,
                         .policy = config_.zero == 0 ? precision_.ddp_policy(config_) : make_policy(config_),
                         .overlap = false, .zero_stage = config_.zero,
-                        .zero_codec = {.id = config_.zero == 0 ? compress::CodecId::kNone : precision_.wire}});
+                        .zero_codec = {.id = config_.zero == 0 ? compress::CodecId::kNone
+                                                               : zero_pp.gradient_codec(precision_.wire)},
+                        .zero_error_feedback = zero_pp.qgz_error_feedback});
   // ZeRO on a mesh is Megatron's distributed optimizer: each stage's (and TP rank's) parameters
   // sharded over its data-parallel group, the rest of the mesh as without it.
   if (config_.zero > 0) {
     zero_ = std::make_unique<torch::ZeroOptimizer>(
         *ddp_, [this](std::vector<::torch::Tensor> shards) { return make_optimizer(config_, std::move(shards)); },
-        precision_.zero_options());
+        precision_.zero_options(zero_pp));
   } else {
     optimizer_ = make_optimizer(config_, stage_model_->parameters());
   }
 }
 
 MeshCheckpoint MeshTrainer::checkpoint() {
+  // Stage 3's has no world size: it reshards to another dp size (the layout, tp and pp, is in it).
+  std::string fingerprint = sharded_ ? config_.zero_fingerprint(steps_per_epoch_) : config_.fingerprint(world_.size());
   return {.world = world_, .data_parallel = mesh_->data_parallel(), .dir = config_.checkpoint_dir, .stage = stage_,
-          .tp_rank = tp_rank_, .ddp = *ddp_, .optimizer = zero_ ? zero_->inner() : *optimizer_,
-          .fingerprint = config_.fingerprint(world_.size()), .zero = zero_.get(),
+          .tp_rank = tp_rank_, .ddp = ddp_.get(), .optimizer = optimizer_.get(), .fingerprint = std::move(fingerprint),
+          .zero = zero_.get(), .sharded = sharded_.get(), .stage_module = stage_holder_.get(),
           .scaler = precision_.scaler ? &*precision_.scaler : nullptr};
 }
 
@@ -316,7 +330,9 @@ GradSyncStats MeshTrainer::synchronize() {
   if (sharded_) {
     sharded_->count_gradients_in_grad();  // zb1's weight passes add into .grad without the hooks
     sharded_->set_sync(true);
-    return stage3_stats(sharded_->synchronize());
+    GradSyncStats stats = stage3_stats(sharded_->synchronize());
+    if (!config_.zero_pp.empty()) average_replicated_shard_gradients(*sharded_, replicated_names_, mesh_->group("tp"));
+    return stats;
   }
   return replicas_ > 1 || zero_ ? ddp_->synchronize() : GradSyncStats{};
 }

@@ -14,9 +14,10 @@ compress::CompressionPolicy PrecisionPlan::ddp_policy(const TrainConfig& config)
   return compress::CompressionPolicy({.codec = {.id = wire}, .min_elements = 0});
 }
 
-torch::ZeroOptions PrecisionPlan::zero_options() const {
-  if (wire == compress::CodecId::kNone) return {};
-  return {.quantize_weights = true, .weight_codec = wire};
+torch::ZeroOptions PrecisionPlan::zero_options(const ZeroPlusPlus& zero_pp) const {
+  compress::CodecId codec = zero_pp.weight_codec(wire);
+  if (codec == compress::CodecId::kNone) return {};
+  return {.quantize_weights = true, .weight_codec = codec};
 }
 
 bool PrecisionPlan::unscale_or_skip(const Communicator& world, std::int64_t step,

@@ -26,6 +26,7 @@
 #include "braid/parallel/loss_scaler.h"
 #include "braid/tools/braid_train/train_config.h"
 #include "braid/tools/braid_train/train_report.h"
+#include "braid/tools/braid_train/zero_pp.h"
 #include "braid/torch/mixed_precision.h"
 #include "braid/torch/zero_optimizer.h"
 
@@ -39,9 +40,9 @@ struct PrecisionPlan {
 
   // DDP's allreduce policy: the wire codec on every tensor, or --compress's policy for fp32.
   compress::CompressionPolicy ddp_policy(const TrainConfig& config) const;
-  // ZeRO-1/2's parameter allgather in the wire codec from exact fp32 master shards (qwZ's path
-  // with a 16-bit codec); plain fp32 allgather in place without one.
-  torch::ZeroOptions zero_options() const;
+  // ZeRO-1/2's parameter allgather in the wire codec (--zero-pp qwz: int8) from exact fp32
+  // master shards (qwZ's path); plain fp32 allgather in place without one.
+  torch::ZeroOptions zero_options(const ZeroPlusPlus& zero_pp = {}) const;
   // The scale this step's loss is multiplied by before backward (1 without fp16's scaler).
   double loss_scale() const { return scaler ? scaler->scale() : 1.0; }
 

@@ -77,8 +77,9 @@ std::string TrainConfig::zero_fingerprint(std::int64_t steps_per_epoch) const {
 
 void add_train_flags(CLI::App& app, TrainConfig& c) {
   app.add_option("--model", c.model,
-                 "mlp | cnn (Fashion-MNIST) | gpt (character LM on fortunes, ~1.2 M parameters) | gpt-small (~25 M)")
-      ->check(CLI::IsMember({"mlp", "cnn", "gpt", "gpt-small"}))
+                 "mlp | cnn (Fashion-MNIST) | gpt (character LM on fortunes, ~1.2 M parameters) | gpt-small (~25 M) | "
+                 "moe-gpt (gpt with MoE MLPs every other block: --ep, --experts, ...)")
+      ->check(CLI::IsMember({"mlp", "cnn", "gpt", "gpt-small", "moe-gpt"}))
       ->capture_default_str();
   app.add_option("--data", c.data, "dataset directory (default: the Debian package's)");
   app.add_option("--epochs", c.epochs, "passes over the training set")->capture_default_str();
@@ -105,7 +106,8 @@ void add_train_flags(CLI::App& app, TrainConfig& c) {
       ->capture_default_str();
   app.add_option("--checkpoint-dir", c.checkpoint_dir,
                  "write checkpoints here (atomically; rank 0, or with --zero 1|2|3 every rank its shards, which "
-                 "resume at any world size and stage)");
+                 "resume at any world size and stage; on the mesh one shard per stage and TP rank, --zero 3's at "
+                 "any dp size)");
   app.add_option("--checkpoint-every", c.checkpoint_every, "steps between checkpoints (0: each epoch end)");
   app.add_flag("--resume", c.resume, "continue from --checkpoint-dir's checkpoint (an error when there is none)");
   app.add_flag("--resume-if-present", c.resume_if_present,
@@ -153,8 +155,10 @@ void add_train_flags(CLI::App& app, TrainConfig& c) {
                  "--zero 3: layers gathered at once, prefetches included (1: no prefetch)")
       ->capture_default_str();
   app.add_option("--zero-pp", c.zero_pp,
-                 "ZeRO++ with --zero 1|2: comma list of qwz (int8 parameter allgather), qgz (int8 gradient "
-                 "reduce-scatter), qgz-ef (qgz with error feedback); hpz is refused until stage 3");
+                 "ZeRO++ with --zero 1|2|3: comma list of qwz (int8 parameter allgather), qgz (int8 gradient "
+                 "reduce-scatter), qgz-ef (qgz with error feedback; not --zero 3), hpz (--zero 3: backward gathers "
+                 "from a host-local copy; refused on the mesh). On the mesh (--tp, --pp, --dropout) qwz and qgz "
+                 "compress the data-parallel group's collectives (--zero 1: not with --tp)");
   app.add_option("--precision", c.precision,
                  "fp32 | bf16 (forward under CPU autocast in bf16, gradients and ZeRO's parameter allgather in bf16 "
                  "on the wire, fp32 master weights) | fp16 (gradients and ZeRO's parameters in fp16 on the wire under "
@@ -169,6 +173,7 @@ void add_train_flags(CLI::App& app, TrainConfig& c) {
   app.add_option("--inject-overflow", c.inject_overflow,
                  "testing, with --precision fp16: at this step the last rank's first gradient element becomes inf "
                  "(the step must be skipped on every rank; on the mesh, of every stage, TP rank and replica)");
+  add_moe_flags(app, c.moe);
 }
 
 namespace {
@@ -223,7 +228,7 @@ void validate_gpt_size(const TrainConfig& c) {
   if (!(std::isfinite(c.clip_grad) && c.clip_grad >= 0)) bad(fmt::format("--clip-grad {}: must be a finite number >= 0", c.clip_grad));
 }
 
-// --zero: stages 1-3 on the data-parallel trainer, stage 1 on the mesh; what they do not
+// --zero: stages 1-3 on the data-parallel trainer, 1 and 3 on the mesh; what they do not
 // support yet is refused rather than silently run as DDP.
 void validate_zero(const TrainConfig& c) {
   auto bad = [&c](const std::string& detail) {
@@ -233,17 +238,28 @@ void validate_zero(const TrainConfig& c) {
   if (c.max_gathered_units < 1) bad(fmt::format("--max-gathered-units {}: must be >= 1", c.max_gathered_units));
   parse_zero_pp(c.zero_pp, c.zero);  // refuses --zero-pp without ZeRO, hpz, qgz-ef on stage 3
   if (c.zero == 0) return;
-  if (c.zero == 3) {
-    // The mesh's stage 3 (mesh_fully_sharded.h) has no ZeRO++ codecs and no checkpoints yet.
-    if (c.uses_mesh() && !c.zero_pp.empty()) {
-      bad(fmt::format("with --tp, --pp or --dropout (the mesh trainer) and --zero-pp {}: ZeRO++ is not implemented "
-                      "on the mesh; drop --zero-pp",
-                      c.zero_pp));
-    }
-    if (c.uses_mesh() && (!c.checkpoint_dir.empty() || c.resumes())) {
-      bad("with --tp, --pp or --dropout (the mesh trainer) and --checkpoint-dir / --resume: stage 3's checkpoints on "
-          "the mesh are not implemented yet; use --zero 1 (checkpointed on the mesh) or drop --checkpoint-dir");
-    }
+  // hpZ keeps a second copy of a unit's shards inside each host for the backward's gather. The
+  // mesh's dp group is the outermost axis: with tp and pp inside a host it holds host_ranks / (tp x
+  // pp) ranks per host (one, for tp 8 on 8-rank hosts), so the host copy is most or all of the
+  // stage's parameters again, and the mesh gathers a chunk per call, without the forward/backward
+  // distinction hpZ's copy rides on (mesh_fully_sharded.h).
+  if (c.uses_mesh() && parse_zero_pp(c.zero_pp, c.zero).hpz) {
+    bad(fmt::format("with --tp, --pp or --dropout (the mesh trainer) and --zero-pp {}: hpz is refused on the mesh: "
+                    "its data-parallel group is the outermost axis, so a host holds few of its ranks and the "
+                    "host-local copy would hold most of the stage's parameters; drop hpz (qwz, qgz work)",
+                    c.zero_pp));
+  }
+  // ZeroOptimizer's int8 blocks mix each TP rank's pieces with the TP-replicated parameters
+  // (LayerNorms, row-parallel biases), so the TP ranks round their copies of one replicated
+  // parameter with other block scales and the copies drift apart (stage 3 agrees them over the
+  // TP group: mesh_fully_sharded.h average_replicated_shard_gradients; stage 1 does not: its
+  // parameters are the dequantised allgather itself, which differs on the TP ranks).
+  if (c.uses_mesh() && c.tp > 1 && c.zero == 1 && !c.zero_pp.empty()) {
+    bad(fmt::format("with --tp {} and --zero-pp {}: ZeRO++ on the mesh's stage 1 works over --pp and --dropout "
+                    "meshes; with --tp the int8 blocks mix each TP rank's pieces with the TP-replicated parameters, "
+                    "whose copies would be rounded differently on the TP ranks and drift apart; use --zero 3 (which "
+                    "agrees them over the TP group) or drop --zero-pp",
+                    c.tp, c.zero_pp));
   }
   if (c.uses_mesh() && c.zero == 2) {
     bad("with --tp, --pp or --dropout (the mesh trainer): its gradients accumulate over the micro-batches and are "
@@ -286,6 +302,7 @@ void validate(const TrainConfig& c, int world) {
   if (c.steps < 0) bad(fmt::format("--steps {}: must be at least 0", c.steps));
   if (c.batch < 1) bad(fmt::format("--batch {}: must be at least 1", c.batch));
   if (c.accumulate < 1) bad(fmt::format("--accumulate {}: must be at least 1", c.accumulate));
+  validate_moe(c, world);  // first: it names what moe-gpt does not combine with
   if (c.pp < 1 || c.tp < 1 || world % (c.pp * c.tp) != 0) {
     bad(fmt::format("--pp {} x --tp {}: each must be at least 1 and their product divide the world size {} (the "
                     "mesh is dp x pp x tp)",

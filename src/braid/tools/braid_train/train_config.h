@@ -6,6 +6,8 @@
 #include <optional>
 #include <string>
 
+#include "braid/tools/braid_train/moe_gpt_config.h"
+
 namespace CLI {
 class App;
 }
@@ -20,7 +22,7 @@ struct GptSize {
 };
 
 struct TrainConfig {
-  std::string model = "mlp";         // mlp | cnn | gpt | gpt-small
+  std::string model = "mlp";         // mlp | cnn | gpt | gpt-small | moe-gpt
   std::string data;                  // default: Fashion-MNIST's or fortunes' Debian directory
   std::int64_t epochs = 2;
   std::int64_t steps = 0;            // > 0: stop after this many optimizer steps (overrides epochs)
@@ -65,8 +67,9 @@ struct TrainConfig {
   std::int64_t inject_overflow = 0;  // fp16, testing: step whose gradient the last rank makes inf
   bool elastic = false;              // survive a lost rank (braid-run --elastic; elastic_trainer.h)
   int max_gathered_units = 2;        // --zero 3: units gathered at once, prefetches included (>= 1)
+  MoeTrainConfig moe;                // --model moe-gpt: --ep, --experts, --top-k, ... (moe_gpt_config.h)
 
-  bool is_gpt() const { return model == "gpt" || model == "gpt-small"; }
+  bool is_gpt() const { return model == "gpt" || model == "gpt-small" || model == "moe-gpt"; }
   GptSize gpt_size() const;
   std::string trajectory_part() const;  // the fingerprints' settings after the model and world
   std::string precision_part() const;   // " precision=bf16 ..." (empty for fp32)

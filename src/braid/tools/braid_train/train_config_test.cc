@@ -1,5 +1,7 @@
 #include "braid/tools/braid_train/train_config.h"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <gtest/gtest.h>
 
 #include <CLI/CLI.hpp>
@@ -108,14 +110,23 @@ TEST(TrainConfig, ZeroStagesAndWhatTheyRefuse) {
     EXPECT_NE(error.find(message), std::string::npos) << error;
   };
   refused({"--zero", "3", "--max-gathered-units", "0"}, "--zero 3: --max-gathered-units 0: must be >= 1");
-  // Stage 3 on the mesh (mesh_fully_sharded.h), without ZeRO++ and checkpoints there.
+  // Stage 3 on the mesh (mesh_fully_sharded.h).
   EXPECT_EQ(error_of(parse({"--model", "gpt", "--zero", "3", "--tp", "2", "--clip-grad", "1"}), 4), "");
   EXPECT_EQ(error_of(parse({"--model", "gpt", "--zero", "3", "--pp", "2", "--schedule", "zb1"}), 4), "");
   EXPECT_EQ(error_of(parse({"--model", "gpt", "--zero", "3", "--dropout", "0.1", "--precision", "bf16"}), 4), "");
-  refused({"--model", "gpt", "--zero", "3", "--tp", "2", "--zero-pp", "qwz"},
-          "--zero 3: with --tp, --pp or --dropout (the mesh trainer) and --zero-pp qwz: ZeRO++ is not implemented");
-  refused({"--model", "gpt", "--zero", "3", "--pp", "2", "--checkpoint-dir", "ckpt"},
-          "and --checkpoint-dir / --resume: stage 3's checkpoints on the mesh are not implemented yet");
+  // ZeRO++ (qwz, qgz) on the mesh's stage 3 and, over pp and dropout meshes, stage 1; checkpoints
+  // on stage 3; hpz refused on the mesh, and stage 1's ZeRO++ with --tp (the TP-replicated copies
+  // would drift).
+  EXPECT_EQ(error_of(parse({"--model", "gpt", "--zero", "3", "--pp", "2", "--zero-pp", "qwz,qgz"}), 4), "");
+  EXPECT_EQ(error_of(parse({"--model", "gpt", "--zero", "1", "--pp", "2", "--zero-pp", "qgz-ef,qwz"}), 4), "");
+  EXPECT_EQ(error_of(parse({"--model", "gpt", "--zero", "1", "--dropout", "0.1", "--zero-pp", "qgz"}), 4), "");
+  EXPECT_EQ(error_of(parse({"--model", "gpt", "--zero", "3", "--pp", "2", "--checkpoint-dir", "ckpt", "--resume"}), 4), "");
+  refused({"--model", "gpt", "--zero", "3", "--pp", "2", "--zero-pp", "qwz,hpz"},
+          "--zero 3: with --tp, --pp or --dropout (the mesh trainer) and --zero-pp qwz,hpz: hpz is refused on the mesh");
+  EXPECT_EQ(error_of(parse({"--model", "gpt", "--zero", "3", "--tp", "2", "--zero-pp", "qwz,qgz"}), 4), "");
+  refused({"--model", "gpt", "--zero", "1", "--tp", "2", "--pp", "2", "--zero-pp", "qgz"},
+          "--zero 1: with --tp 2 and --zero-pp qgz: ZeRO++ on the mesh's stage 1 works over --pp and --dropout meshes");
+  EXPECT_EQ(error_of(parse({"--model", "gpt", "--zero", "3", "--zero-pp", "hpz"}), 4), "");  // data-parallel: fine
   refused({"--zero", "-1"}, "--zero -1: the stage must be 0, 1, 2 or 3");
   EXPECT_EQ(error_of(parse({"--model", "gpt", "--zero", "1", "--tp", "2", "--pp", "2", "--clip-grad", "1"}), 8), "");
   refused({"--model", "gpt", "--zero", "2", "--pp", "2"}, "--zero 2: with --tp, --pp or --dropout (the mesh trainer)");
@@ -147,6 +158,24 @@ TEST(TrainConfig, ZeroFingerprintLeavesOutTheWorldSizeOnly) {
   }
   EXPECT_NE(parse({"--model", "gpt", "--zero", "1", "--width", "64"}).zero_fingerprint(10),
             parse({"--model", "gpt", "--zero", "1"}).zero_fingerprint(10));
+}
+
+// The mesh's stage-3 checkpoints carry the ZeRO fingerprint (mesh_checkpoint.h): no world size,
+// so the dp size may change, but the mesh's shape (tp, pp, micro-batches, schedule, dropout) and
+// the model in it, so a checkpoint of another shape is refused.
+TEST(TrainConfig, TheMeshsStageThreeFingerprintKeepsTheMeshShape) {
+  auto fingerprint = [](std::vector<std::string> flags) {
+    flags.insert(flags.end(), {"--model", "gpt", "--zero", "3"});
+    return parse(flags).zero_fingerprint(8);
+  };
+  std::string pp = fingerprint({"--pp", "2", "--microbatches", "2"});
+  EXPECT_EQ(pp.find("world"), std::string::npos) << pp;
+  for (const std::vector<std::string>& other : std::vector<std::vector<std::string>>{
+           {"--pp", "4", "--microbatches", "2"}, {"--tp", "2", "--microbatches", "2"}, {"--pp", "2", "--microbatches", "4"},
+           {"--pp", "2", "--microbatches", "2", "--schedule", "gpipe"}, {"--pp", "2", "--microbatches", "2", "--dropout", "0.1"},
+           {"--pp", "2", "--microbatches", "2", "--width", "64"}, {"--pp", "2", "--microbatches", "2", "--layers", "2"}}) {
+    EXPECT_NE(fingerprint(other), pp) << fmt::format("{}", fmt::join(other, " "));
+  }
 }
 
 // --zero-pp: qwz, qgz (qgz-ef with error feedback), alone or together, with --zero 1 or 2;

@@ -61,6 +61,7 @@ std::string summary_table(const RunSummary& s, bool classification) {
                      s.zero_stage > 0 ? fmt::format("; ZeRO stage {}{}", s.zero_stage,
                                                     s.zero_pp.empty() ? "" : " with ZeRO++ " + s.zero_pp)
                                       : "");
+  if (s.moe) out += moe_summary(*s.moe);
   return out;
 }
 
@@ -139,6 +140,7 @@ nlohmann::json to_json(const RunSummary& s, const TrainConfig& c) {
     }
     report["elastic_events"] = events;
   }
+  if (s.moe) report["moe"] = moe_json(*s.moe);
   return report;
 }
 

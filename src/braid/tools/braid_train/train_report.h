@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "braid/tools/braid_train/moe_report.h"
 #include "braid/tools/braid_train/train_config.h"
 
 namespace braid::train {
@@ -101,6 +102,7 @@ struct RunSummary {
     double recover_seconds = 0;        // from noticing the loss to the first step completed after
   };
   std::vector<ElasticEvent> elastic_events;
+  std::optional<MoeRunFigures> moe;  // --model moe-gpt (moe_report.h)
 };
 
 // "epoch 2: train loss 0.412  test accuracy 85.31%  1843 samples/s  communication 23% ..."

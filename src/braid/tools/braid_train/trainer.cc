@@ -22,6 +22,7 @@
 #include "braid/tools/braid_train/models.h"
 #include "braid/tools/braid_train/mesh_trainer.h"
 #include "braid/tools/braid_train/mixed_precision_training.h"
+#include "braid/tools/braid_train/moe_gpt_trainer.h"
 #include "braid/tools/braid_train/trainer_checkpoint.h"
 #include "braid/tools/braid_train/training_common.h"
 #include "braid/tools/braid_train/training_data.h"
@@ -86,8 +87,7 @@ void Trainer::set_up() {
   if (config_.zero == 3) sharded_ = make_fully_sharded(comm_, config_, *model_);
   if (!sharded_) {
     bool ddp_wire = config_.zero == 0;
-    compress::CodecId gradient_codec =
-        zero_pp.qgz ? compress::CodecId::kInt8 : ddp_wire ? compress::CodecId::kNone : precision_.wire;
+    compress::CodecId gradient_codec = ddp_wire ? compress::CodecId::kNone : zero_pp.gradient_codec(precision_.wire);
     ddp_ = std::make_unique<torch::DistributedDataParallel>(
         comm_, model_,
         torch::DdpOptions{.bucket_cap = config_.bucket_mb,
@@ -102,8 +102,7 @@ void Trainer::set_up() {
   if (config_.zero == 1 || config_.zero == 2) {
     zero_ = std::make_unique<torch::ZeroOptimizer>(
         *ddp_, [this](std::vector<::torch::Tensor> shards) { return make_optimizer(config_, std::move(shards)); },
-        zero_pp.qwz ? torch::ZeroOptions{.quantize_weights = true, .weight_codec = compress::CodecId::kInt8}
-                    : precision_.zero_options());
+        precision_.zero_options(zero_pp));
   } else if (!sharded_) {
     optimizer_ = make_optimizer(config_, model_->parameters());
   }
@@ -318,6 +317,7 @@ RunSummary Trainer::run() {
 }  // namespace
 
 RunSummary train(Communicator& comm, const TrainConfig& config) {
+  if (config.model == "moe-gpt") return train_moe_gpt(comm, config);
   if (config.uses_mesh()) return train_on_mesh(comm, config);
   return Trainer(comm, config).run();
 }

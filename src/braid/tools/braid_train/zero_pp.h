@@ -5,6 +5,8 @@
 #include <string>
 #include <string_view>
 
+#include "braid/compress/codec_spec.h"
+
 namespace braid::train {
 
 struct ZeroPlusPlus {
@@ -13,6 +15,10 @@ struct ZeroPlusPlus {
   bool qgz_error_feedback = false;  // qgz with an error-feedback residual ("qgz-ef")
   bool hpz = false;                 // stage 3: backward gathers from a host-local copy (secondary_partition.h)
   bool any() const { return qwz || qgz || hpz; }
+  // The codec of ZeRO's parameter allgathers and of its gradient reduce-scatters: int8 where
+  // the part is on, else `otherwise` (--precision's wire; --zero-pp and --precision exclude each other).
+  compress::CodecId weight_codec(compress::CodecId otherwise) const { return qwz ? compress::CodecId::kInt8 : otherwise; }
+  compress::CodecId gradient_codec(compress::CodecId otherwise) const { return qgz ? compress::CodecId::kInt8 : otherwise; }
 };
 
 // "" (nothing), or a comma list of qwz, qgz, qgz-ef (qgZ with error feedback). Throws

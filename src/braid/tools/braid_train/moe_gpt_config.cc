@@ -1,0 +1,90 @@
+#include "braid/tools/braid_train/moe_gpt_config.h"
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "braid/base/error.h"
+#include "braid/tools/braid_train/train_config.h"
+
+namespace braid::train {
+
+double MoeTrainConfig::capacity() const {
+  if (dropless()) return 1;
+  try {
+    std::size_t used = 0;
+    double cf = std::stod(capacity_factor, &used);
+    if (used == capacity_factor.size()) return cf;
+  } catch (const std::exception&) {
+  }
+  throw InvalidArgument({.op = "braid-train --capacity-factor"},
+                        fmt::format("--capacity-factor {}: a number > 0 or `dropless`", capacity_factor));
+}
+
+void add_moe_flags(CLI::App& app, MoeTrainConfig& c) {
+  app.add_option("--ep", c.ep,
+                 "moe-gpt: expert-parallel ranks (EP groups of N consecutive ranks; experts averaged over world/N)")
+      ->capture_default_str();
+  app.add_option("--experts", c.experts, "moe-gpt: experts per MoE layer (divisible by --ep)")->capture_default_str();
+  app.add_option("--top-k", c.top_k, "moe-gpt: experts per token, 1 (Switch) or 2 (GShard)")->capture_default_str();
+  app.add_option("--capacity-factor", c.capacity_factor,
+                 "moe-gpt: expert capacity ceil(CF x tokens x k / experts) per rank's batch, CF > 0; or `dropless`")
+      ->capture_default_str();
+  app.add_option("--aux-loss-coef", c.aux_loss_coef, "moe-gpt: load-balancing loss weight")->capture_default_str();
+  app.add_option("--z-loss-coef", c.z_loss_coef, "moe-gpt: router z-loss weight (0: none)")->capture_default_str();
+  app.add_option("--moe-chunks", c.chunks,
+                 "moe-gpt: the all-to-all in N pipelined chunks (experts recomputed in backward); 1: unpipelined")
+      ->capture_default_str();
+}
+
+namespace {
+
+// What the MoE trainer does not combine with yet (docs/training.md: the next steps).
+void refuse_unsupported(const TrainConfig& c) {
+  auto refuse = [](const std::string& flag, const std::string& why) {
+    throw InvalidArgument({.op = "braid-train --model moe-gpt"}, fmt::format("{} with --model moe-gpt: {}", flag, why));
+  };
+  const char* mesh = "the MoE trainer is data-parallel with expert parallelism (--ep); an ep axis on the dp x pp x tp "
+                     "mesh is not built yet";
+  if (c.tp > 1) refuse("--tp", mesh);
+  if (c.pp > 1) refuse("--pp", mesh);
+  if (c.dropout > 0) refuse("--dropout", mesh);
+  if (c.zero > 0) refuse("--zero", "the expert parameters would need ZeRO shards over their own expert-DP group");
+  if (c.precision != "fp32") refuse("--precision " + c.precision, "only fp32 (the dispatcher exchanges fp32 rows)");
+  if (c.compress != "none") refuse("--compress " + c.compress, "gradient compression is not wired to the two groups");
+  if (c.accumulate != 1) refuse("--accumulate", "one micro-batch per step");
+  if (!c.checkpoint_dir.empty() || c.resumes()) refuse("--checkpoint-dir / --resume", "expert shards are not checkpointed yet");
+  if (c.clip_grad > 0) refuse("--clip-grad", "the global norm over expert shards is not built yet");
+}
+
+}  // namespace
+
+void validate_moe(const TrainConfig& c, int world) {
+  const MoeTrainConfig& m = c.moe;
+  auto bad = [](const std::string& detail) { throw InvalidArgument({.op = "braid-train"}, detail); };
+  bool defaults = m.ep == 1 && m.experts == 8 && m.top_k == 1 && m.capacity_factor == "1.25" && m.chunks == 1;
+  if (c.model != "moe-gpt") {
+    if (!defaults) bad(fmt::format("--ep, --experts, --top-k, --capacity-factor and --moe-chunks need --model moe-gpt (got {})", c.model));
+    return;
+  }
+  refuse_unsupported(c);
+  if (m.ep < 1 || world % m.ep != 0) bad(fmt::format("--ep {}: must be at least 1 and divide the world size {}", m.ep, world));
+  if (m.experts < 1 || m.experts % m.ep != 0) {
+    bad(fmt::format("--experts {}: must be at least 1 and divisible by --ep {} (each EP rank hosts experts / ep)",
+                    m.experts, m.ep));
+  }
+  if (m.top_k < 1 || m.top_k > 2 || m.top_k > m.experts) {
+    bad(fmt::format("--top-k {}: 1 or 2, and at most --experts {}", m.top_k, m.experts));
+  }
+  if (m.chunks < 1 || m.chunks > 64) bad(fmt::format("--moe-chunks {}: must be in 1..64", m.chunks));
+  double cf = m.capacity();
+  if (!m.dropless() && !(std::isfinite(cf) && cf > 0)) {
+    bad(fmt::format("--capacity-factor {}: must be a finite number > 0, or `dropless`", m.capacity_factor));
+  }
+  if (!(m.aux_loss_coef >= 0 && std::isfinite(m.aux_loss_coef)) || !(m.z_loss_coef >= 0 && std::isfinite(m.z_loss_coef))) {
+    bad(fmt::format("--aux-loss-coef {} and --z-loss-coef {}: finite numbers >= 0", m.aux_loss_coef, m.z_loss_coef));
+  }
+}
+
+}  // namespace braid::train
