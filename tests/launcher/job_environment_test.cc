@@ -20,6 +20,7 @@ namespace braid::launcher {
 namespace {
 
 using ::testing::Contains;
+using ::testing::Not;
 
 JobIdentity sample_job() { return {.master_addr = "127.0.0.1", .master_port = 29500, .job_token = "tok", .job_id = "abc"}; }
 
@@ -40,7 +41,15 @@ TEST(RankEnvironment, SetsEveryLauncherVariable) {
   EXPECT_THAT(env, Contains("BRAID_MASTER_PORT=29500"));
   EXPECT_THAT(env, Contains("BRAID_JOB_TOKEN=tok"));
   EXPECT_THAT(env, Contains("BRAID_JOB_ID=abc"));
-  EXPECT_EQ(env.size(), launcher_variables().size());
+  EXPECT_EQ(env.size(), launcher_variables().size() - 1);  // all but BRAID_ELASTIC, set only with --elastic
+}
+
+TEST(RankEnvironment, ElasticSetsMinRanksAndAPlainJobDropsAnInheritedOne) {
+  EXPECT_THAT(rank_environment({}, {}, sample_job(), 0, 4, 3), Contains("BRAID_ELASTIC=3"));
+  std::vector<std::string> base{"BRAID_ELASTIC=2", "HOME=/root"};
+  std::vector<std::string> env = rank_environment(base, {}, sample_job(), 0, 4);
+  EXPECT_THAT(env, Not(Contains(::testing::StartsWith("BRAID_ELASTIC="))));
+  EXPECT_THAT(env, Contains("HOME=/root"));
 }
 
 TEST(RankEnvironment, ReplacesInheritedValuesAndKeepsTheRest) {

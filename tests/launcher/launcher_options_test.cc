@@ -26,6 +26,20 @@ TEST(LauncherOptions, Defaults) {
   EXPECT_THAT(o.command, ElementsAre("prog"));
 }
 
+TEST(LauncherOptions, ElasticAndMinRanks) {
+  EXPECT_FALSE(parse_ok({"-n", "4", "prog"}).elastic);
+  LauncherOptions o = parse_ok({"-n", "4", "--elastic", "--min-ranks", "2", "prog"});
+  EXPECT_TRUE(o.elastic);
+  EXPECT_EQ(o.min_ranks, 2);
+  EXPECT_THAT(parse_error({"-n", "4", "--elastic", "--min-ranks", "5", "prog"}),
+              HasSubstr("--min-ranks must be in 1..4 (-n), got 5"));
+  EXPECT_THAT(parse_error({"-n", "4", "--elastic", "--min-ranks", "0", "prog"}), HasSubstr("--min-ranks must be in"));
+  EXPECT_THAT(parse_error({"-n", "4", "--min-ranks", "2", "prog"}), HasSubstr("--min-ranks needs --elastic"));
+  EXPECT_THAT(parse_error({"-n", "2", "--elastic", "--nnodes", "2", "--node-rank", "0", "--rdzv-endpoint",
+                           "10.0.0.1:29500", "prog"}),
+              HasSubstr("--elastic runs on one host for now"));
+}
+
 TEST(LauncherOptions, EverythingAfterTheProgramBelongsToIt) {
   LauncherOptions o = parse_ok({"-n", "2", "prog", "-n", "5", "--grace", "1", "--", "x"});
   EXPECT_EQ(o.num_ranks, 2);

@@ -111,6 +111,10 @@ inline constexpr Variable kCompressHostStriped{"BRAID_COMPRESS_HOST_STRIPED", "a
 inline constexpr Variable kChecksum{"BRAID_CHECKSUM", "0", "1: compressed payloads carry a CRC32C that every receiver checks (braid::Corrupt on mismatch)",
     one_of("0|1")};
 inline constexpr Variable kFault{"BRAID_FAULT", "", "fault injection for tests and benchmarks: rank=R,op=OP,nth=N,kind=kill|freeze|stall:T|flip|close (fault_spec.h); unset: none"};
+inline constexpr Variable kElastic{"BRAID_ELASTIC", "", "set by braid-run --elastic: the least ranks the job continues with after a loss (--min-ranks); the store is braid-run's, not rank 0's",
+    integer(1, kMaxInt)};
+inline constexpr Variable kElasticSettle{"BRAID_ELASTIC_SETTLE", "3", "elastic recovery: seconds the first survivor to notice a loss waits for the others to report before the membership is decided",
+    number(0, 3600)};
 inline constexpr Variable kTuningFile{"BRAID_TUNING_FILE", "", "JSON tuning file (braid-bench --tune) consulted before the built-in table"};
 inline constexpr Variable kTrace{"BRAID_TRACE", "", "directory every rank writes its trace file into (unset: no tracing)"};
 inline constexpr Variable kBlasRestarted{"BRAID_BLAS_RESTARTED", "", "set by braid-train when it restarted itself with OPENBLAS_CORETYPE: the core OpenBLAS had picked (also prevents a second restart)"};

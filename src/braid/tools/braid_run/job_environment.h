@@ -35,9 +35,10 @@ std::vector<std::string> current_environment();
 
 // The complete environment of rank `rank`: `base`, then `extra` ("KEY=VALUE", later wins),
 // then the launcher variables, each replacing an inherited value of the same name (a rank
-// must never see a stale BRAID_RANK from an outer job).
+// must never see a stale BRAID_RANK from an outer job). `elastic_min_ranks` > 0 (--elastic) adds
+// BRAID_ELASTIC with it.
 std::vector<std::string> rank_environment(std::span<const std::string> base, std::span<const std::string> extra,
-                                          const JobIdentity& job, int rank, int world_size);
+                                          const JobIdentity& job, int rank, int world_size, int elastic_min_ranks = 0);
 
 // Sets KEY to `value` in a "KEY=VALUE" list, replacing an existing entry or appending.
 void set_variable(std::vector<std::string>& environment, std::string_view key, std::string_view value);

@@ -15,6 +15,7 @@
 
 #include "braid/base/clock.h"
 #include "braid/base/error.h"
+#include "braid/tools/braid_run/elastic_store.h"
 #include "braid/tools/braid_run/exit_status.h"
 #include "braid/tools/braid_run/job_environment.h"
 #include "braid/tools/braid_run/node_environment.h"
@@ -49,9 +50,11 @@ void announce(const std::string& message) {
 // order: output pipes first, then the ranks (each SIGKILLed and reaped if still there).
 class Job {
  public:
-  // `watch`: the multi-node job's NodeWatch (node_watch.h), null on a single host.
-  Job(const LauncherOptions& options, SignalScope& signals, NodeWatch* watch = nullptr)
-      : options_(options), signals_(signals), watch_(watch) {}
+  // `watch`: the multi-node job's NodeWatch (node_watch.h), null on a single host; `elastic`:
+  // braid-run --elastic's store (null without --elastic; single host only).
+  Job(const LauncherOptions& options, SignalScope& signals, NodeWatch* watch = nullptr,
+      ElasticStore* elastic = nullptr)
+      : options_(options), signals_(signals), watch_(watch), elastic_(elastic) {}
 
   void start(const JobIdentity& identity);
   // Runs until every rank has ended; returns braid-run's exit code.
@@ -66,6 +69,8 @@ class Job {
   void handle_signals();
   void on_interrupt(int signal);
   void check_ranks();
+  void on_rank_lost(const RankProcess& rank, const ExitStatus& status);
+  void check_survivors();
   void check_deadlines();
   void check_other_nodes();
   // `local`: the reason arose on this node, so the other nodes' braid-runs are told.
@@ -77,6 +82,8 @@ class Job {
   const LauncherOptions& options_;
   SignalScope& signals_;
   NodeWatch* watch_;
+  ElasticStore* elastic_;
+  int succeeded_ = 0;  // ranks that exited 0 (--elastic: the job succeeds with --min-ranks of them)
   std::vector<RankProcess> ranks_;
   std::vector<OutputForwarder> outputs_;
   Deadline job_deadline_ = Deadline::never();
@@ -97,7 +104,8 @@ void Job::start(const JobIdentity& identity) {
                       .argv = options_.command,
                       .environment = watch_ != nullptr
                                          ? node_rank_environment(base, options_, identity, local)
-                                         : rank_environment(base, options_.extra_env, identity, rank, local_size),
+                                         : rank_environment(base, options_.extra_env, identity, rank, local_size,
+                                                            options_.elastic ? options_.min_ranks : 0),
                       .capture_output = options_.prefix_output,
                       .signal_mask = signals_.original_mask()};
     RankProcess& process = ranks_.emplace_back(RankProcess::spawn(launch));
@@ -116,6 +124,7 @@ int Job::supervise() {
     check_other_nodes();
     check_deadlines();
   }
+  check_survivors();
   finish();
   return exit_code_.value_or(0);
 }
@@ -175,7 +184,15 @@ void Job::check_ranks() {
   for (RankProcess& rank : ranks_) {
     if (rank.ended()) continue;
     std::optional<ExitStatus> status = rank.poll_exit();
-    if (!status || status->success()) continue;
+    if (!status) continue;
+    if (status->success()) {
+      ++succeeded_;
+      continue;
+    }
+    if (elastic_ && !stopping()) {
+      on_rank_lost(rank, *status);
+      continue;
+    }
     if (stopping()) {
       // A rank killed by a signal braid-run did not send (a SIGKILL from elsewhere, a crash)
       // is often the cause of the first failure reported, which may have been seen first: name it.
@@ -192,6 +209,29 @@ void Job::check_ranks() {
     }
     stop(status->shell_code(), reason);
   }
+}
+
+// --elastic: the death is reported, to the user and to the survivors' membership agreement
+// (through the store), and the job goes on while at least --min-ranks ranks run.
+void Job::on_rank_lost(const RankProcess& rank, const ExitStatus& status) {
+  elastic_->declare_dead(rank.rank());
+  const int left = running_count();
+  std::string reason = fmt::format("rank {} (pid {}) {}", rank.rank(), rank.pid(), status.describe());
+  if (left + succeeded_ >= options_.min_ranks) {
+    announce(fmt::format("{}; --elastic: {} continue without it", reason, count_ranks(left)));
+    return;
+  }
+  stop(status.shell_code(), fmt::format("{}; --elastic: only {} left, fewer than --min-ranks {}; terminating them",
+                                        reason, count_ranks(left), options_.min_ranks));
+}
+
+// --elastic, every rank ended without braid-run stopping the job: it succeeded if at least
+// --min-ranks ranks exited 0.
+void Job::check_survivors() {
+  if (!elastic_ || stopping() || succeeded_ >= options_.min_ranks) return;
+  exit_code_ = 1;
+  announce(fmt::format("--elastic: only {} exited 0, fewer than --min-ranks {}", count_ranks(succeeded_),
+                       options_.min_ranks));
 }
 
 void Job::check_deadlines() {
@@ -294,7 +334,9 @@ int run_job(const LauncherOptions& options) {
   JobIdentity identity = make_job_identity(options);
   if (!options.nodes.token_file.empty()) identity.job_token = read_token_file(options.nodes.token_file);
   ShmJanitor janitor(identity.job_id);
-  Job job(options, signals);
+  std::optional<ElasticStore> elastic;
+  if (options.elastic) elastic.emplace(identity);
+  Job job(options, signals, nullptr, elastic ? &*elastic : nullptr);
   job.start(identity);
   return job.supervise();
 }

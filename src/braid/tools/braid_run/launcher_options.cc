@@ -24,7 +24,8 @@ constexpr const char* kFooter =
     "Everything from PROG on is passed to PROG; put -- before PROG if it starts with '-'.\n"
     "Exit code: 0 when every rank exits 0; the failing rank's code (128+N if killed by signal N);\n"
     "124 on --timeout; 130/143 on SIGINT/SIGTERM; 126/127 when PROG cannot be executed;\n"
-    "2 on a usage error. See docs/launcher.md.";
+    "2 on a usage error. With --elastic: 0 when at least --min-ranks ranks exit 0, else 1 (or\n"
+    "the last lost rank's code once fewer than --min-ranks are left). See docs/launcher.md.";
 
 struct Flags {
   LauncherOptions options;
@@ -41,6 +42,12 @@ void add_flags(CLI::App& app, Flags& flags) {
   app.add_option("--grace", o.grace_seconds, "seconds between SIGTERM and SIGKILL when stopping ranks")
       ->capture_default_str();
   app.add_option("--timeout", o.timeout_seconds, "wall-clock limit of the job in seconds (default: none)");
+  app.add_flag("--elastic", o.elastic,
+               "keep the job running when a rank dies: braid-run serves the store, reports the death and "
+               "the survivors continue without it (braid-train --elastic)");
+  app.add_option("--min-ranks", o.min_ranks,
+                 "with --elastic: fail the job once fewer than this many ranks are left running")
+      ->capture_default_str();
   app.add_flag("--no-prefix", flags.no_prefix, "pass rank output through unchanged, without \"[rank] \"");
   // No extra args: each --env takes one value, so `--env A=1 PROG` never swallows PROG.
   app.add_option("--env", o.extra_env, "KEY=VALUE added to every rank's environment (repeatable)")
@@ -94,6 +101,14 @@ std::string validate_launcher_options(const LauncherOptions& o) {
   }
   if (o.timeout_seconds && !(*o.timeout_seconds > 0)) {
     return fmt::format("--timeout must be a number of seconds > 0, got {}", *o.timeout_seconds);
+  }
+  if (o.min_ranks < 1 || o.min_ranks > o.num_ranks) {
+    return fmt::format("--min-ranks must be in 1..{} (-n), got {}", o.num_ranks, o.min_ranks);
+  }
+  if (o.min_ranks != 1 && !o.elastic) return "--min-ranks needs --elastic (without it one lost rank stops the job)";
+  if (o.elastic && o.nodes.num_nodes > 1) {
+    return "--elastic runs on one host for now: across nodes the store is node 0's braid-run's, and a lost node's "
+           "ranks are not reported to the survivors yet";
   }
   for (const std::string& entry : o.extra_env) {
     if (std::string problem = validate_env_entry(entry, is_multinode(o)); !problem.empty()) return problem;

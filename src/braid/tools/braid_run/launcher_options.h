@@ -29,6 +29,12 @@ struct LauncherOptions {
   bool prefix_output = true;
   // --env KEY=VALUE (repeatable): added to every rank's environment, later ones win.
   std::vector<std::string> extra_env;
+  // --elastic: a rank that dies does not stop the job; braid-run serves the store itself (it
+  // must outlive every rank), tells the survivors who died (bootstrap/membership.h) and lets them
+  // continue (docs/reliability.md#elastic-recovery).
+  bool elastic = false;
+  // --min-ranks (with --elastic): the job fails once fewer ranks are left running.
+  int min_ranks = 1;
   // --nnodes, --node-rank, --token-file...: a job across nodes (node_options.h).
   NodeOptions nodes;
   // PROG ARGS...: PROG is looked up in PATH.

@@ -13,6 +13,7 @@
 #include "braid/base/error.h"
 #include "braid/comm/communicator.h"
 #include "braid/tools/braid_train/blas_runtime.h"
+#include "braid/tools/braid_train/elastic_trainer.h"
 #include "braid/tools/braid_train/output_paths.h"
 #include "braid/tools/braid_train/train_config.h"
 #include "braid/tools/braid_train/train_report.h"
@@ -52,6 +53,11 @@ int main(int argc, char** argv) {
   return braid::tools::run_tool("braid-train", app, argc, argv, [&] {
     if (compare_cmd->parsed()) return compare(compare_files);
     braid::train::restart_with_better_blas_core(argv);  // returns when there is nothing better, or no way
+    // --elastic joins through braid-run --elastic's store (elastic_trainer.h), not Communicator::init.
+    if (config.elastic) {
+      braid::train::train_elastic(config);
+      return 0;
+    }
     braid::Communicator comm = braid::Communicator::init();
     // Refused before the first step; InvalidArgument is the command line's fault and exits 2.
     braid::train::validate(config, comm.size());

@@ -8,6 +8,7 @@
 
 #include "braid/base/error.h"
 #include "braid/compress/codec_spec.h"
+#include "braid/tools/braid_train/elastic_config.h"
 #include "braid/parallel/pipeline_schedule.h"
 #include "braid/tools/braid_train/zero_pp.h"
 
@@ -134,6 +135,10 @@ void add_train_flags(CLI::App& app, TrainConfig& c) {
   app.add_option("--log-interval", c.log_interval, "seconds between progress lines")->capture_default_str();
   app.add_flag("--check-replicas", c.check_replicas, "verify every rank holds identical parameters after each step");
   app.add_flag("--quiet", c.quiet, "no progress lines");
+  app.add_flag("--elastic", c.elastic,
+               "under braid-run --elastic: when a rank dies the survivors agree on a smaller world, roll back to "
+               "their in-memory copy of the last step every survivor completed, keep the global --batch and go on "
+               "(DDP only; docs/reliability.md#elastic-recovery)");
   app.add_flag("--allow-nonfinite-loss", c.allow_nonfinite_loss,
                "keep training when the loss becomes NaN or infinite (default: stop naming the step)");
   app.add_option("--pp", c.pp, "pipeline stages (the world is pp x data-parallel replicas)")->capture_default_str();
@@ -309,6 +314,9 @@ void validate(const TrainConfig& c, int world) {
     bad(fmt::format("--pp {} x --tp {}: each must be at least 1 and their product divide the world size {} (the "
                     "mesh is dp x pp x tp)",
                     c.pp, c.tp, world));
+  }
+  if (c.elastic) {
+    if (std::string why = elastic_refusal(c); !why.empty()) throw InvalidArgument({.op = "braid-train --elastic"}, why);
   }
   validate_gpt_size(c);
   validate_zero(c);

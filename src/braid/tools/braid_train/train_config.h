@@ -66,6 +66,7 @@ struct TrainConfig {
   std::string loss_scale = "dynamic"; // fp16: "dynamic" or a fixed scale
   std::int64_t inject_overflow = 0;  // fp16, testing: step whose gradient the last rank makes inf
   std::string param_storage = "compute";  // ZeRO's full/gathered parameters: compute (bf16 under bf16) | fp32
+  bool elastic = false;              // survive a lost rank (braid-run --elastic; elastic_trainer.h)
   int max_gathered_units = 2;        // --zero 3: units gathered at once, prefetches included (>= 1)
   MoeTrainConfig moe;                // --model moe-gpt: --ep, --experts, --top-k, ... (moe_gpt_config.h)
 

@@ -132,6 +132,15 @@ nlohmann::json to_json(const RunSummary& s, const TrainConfig& c) {
                          {"storage_bytes_after_step", g.storage_bytes_after_step}, {"pool_bytes", g.pool_bytes},
                          {"host_allgathers", g.host_allgathers}};
   }
+  if (!s.elastic_events.empty()) {
+    nlohmann::json events = nlohmann::json::array();
+    for (const RunSummary::ElasticEvent& e : s.elastic_events) {
+      events.push_back({{"generation", e.generation}, {"lost", e.lost}, {"world_after", e.world_after},
+                        {"noticed_at_step", e.noticed_at_step}, {"resume_step", e.resume_step},
+                        {"steps_lost", e.steps_lost}, {"recover_seconds", e.recover_seconds}});
+    }
+    report["elastic_events"] = events;
+  }
   if (s.moe) report["moe"] = moe_json(*s.moe);
   return report;
 }
