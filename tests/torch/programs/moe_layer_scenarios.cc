@@ -25,6 +25,8 @@
 #include "braid/torch/moe_data_parallel.h"
 #include "braid/torch/moe_layer.h"
 
+#include "tensor_checks.h"
+
 namespace {
 
 namespace bt = braid::torch;
@@ -35,13 +37,8 @@ constexpr std::int64_t kHidden = 8, kFfn = 16;
 constexpr int kExperts = 4;
 constexpr std::uint64_t kSeed = 4321;
 
-int failures = 0;
-
-void check(bool ok, const std::string& what, const std::string& detail = "") {
-  std::printf("%s %s%s%s\n", ok ? "PASS" : "FAIL", what.c_str(), detail.empty() ? "" : " ", detail.c_str());
-  std::fflush(stdout);
-  if (!ok) ++failures;
-}
+using braid::testing::check;
+using braid::testing::close;
 
 // Tolerance of every EP-vs-EP=1 comparison: float32. The gate and the routing see the same rows
 // in the same shapes, so routing is identical (checked exactly: drop counts). The experts
@@ -52,18 +49,7 @@ void check(bool ok, const std::string& what, const std::string& detail = "") {
 // (relative ~1e-7..1e-6). rtol 1e-4 with atol 1e-5 x max|ref| leaves a wide margin while a
 // token sent to the wrong expert, a gradient missing a rank's share or scaled by ep is off by
 // O(max|ref|). The max difference is printed (it is often exactly 0 for the forward).
-void close(const Tensor& got, const Tensor& ref, const std::string& what) {
-  if (!got.defined() || got.sizes() != ref.sizes()) {
-    check(false, what, "shape mismatch");
-    return;
-  }
-  double scale = ref.abs().max().item<double>();
-  double diff = (got - ref).abs().max().item<double>();
-  bool ok = torch::allclose(got, ref, 1e-4, 1e-5 * std::max(scale, 1e-30));
-  char detail[128];
-  std::snprintf(detail, sizeof detail, "max_abs_diff=%.3g max_abs_ref=%.3g", diff, scale);
-  check(ok, what, detail);
-}
+// (braid::testing::close, tensor_checks.h, applies it.)
 
 struct NetImpl : torch::nn::Module {
   NetImpl(Communicator& ep, const bt::MoeLayerOptions& options) {
@@ -203,7 +189,7 @@ int main(int argc, char** argv) {
     world.barrier();  // every rank prints its error before any exits non-zero
     return 1;
   }
-  std::printf("%s %s (rank %d)\n", failures == 0 ? "PASS" : "FAIL", scenario.c_str(), world.rank());
+  std::printf("%s %s (rank %d)\n", braid::testing::failed_checks() == 0 ? "PASS" : "FAIL", scenario.c_str(), world.rank());
   std::fflush(stdout);
-  return failures == 0 ? 0 : 1;
+  return braid::testing::failed_checks() == 0 ? 0 : 1;
 }

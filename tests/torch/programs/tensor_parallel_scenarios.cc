@@ -29,6 +29,8 @@
 #include "braid/torch/tensor_parallel_rng.h"
 #include "braid/torch/vocab_parallel.h"
 
+#include "tensor_checks.h"
+
 namespace {
 
 namespace bt = braid::torch;
@@ -40,13 +42,8 @@ constexpr std::int64_t kContext = 8;
 constexpr std::int64_t kBatch = 3;
 constexpr std::uint64_t kSeed = 1234;
 
-int failures = 0;
-
-void check(bool ok, const std::string& what, const std::string& detail = "") {
-  std::printf("%s %s%s%s\n", ok ? "PASS" : "FAIL", what.c_str(), detail.empty() ? "" : " ", detail.c_str());
-  std::fflush(stdout);
-  if (!ok) ++failures;
-}
+using braid::testing::check;
+using braid::testing::close;
 
 braid::train::ModelSpec small_gpt() {
   return {.name = "gpt", .vocab = kVocab, .context = kContext, .width = 32, .layers = 2, .heads = 4, .dropout = 0};
@@ -58,19 +55,7 @@ braid::train::ModelSpec small_gpt() {
 // relative ~1e-6..1e-5 of max|ref|. rtol 1e-4 with atol 1e-5 * max|ref| leaves a margin of ~10x
 // over that, while a wrong shard, a missing allreduce or a gradient counted twice is off by
 // O(max|ref|).
-bool close(const torch::Tensor& got, const torch::Tensor& ref, const std::string& what) {
-  if (got.sizes() != ref.sizes()) {
-    check(false, what, "shape " + std::to_string(got.numel()) + " vs " + std::to_string(ref.numel()));
-    return false;
-  }
-  double scale = ref.abs().max().item<double>();
-  double diff = (got - ref).abs().max().item<double>();
-  bool ok = torch::allclose(got, ref, 1e-4, 1e-5 * std::max(scale, 1e-30));
-  char detail[128];
-  std::snprintf(detail, sizeof detail, "max_abs_diff=%.3g max_abs_ref=%.3g", diff, scale);
-  check(ok, what, detail);
-  return ok;
-}
+// (braid::testing::close, tensor_checks.h, applies it.)
 
 struct Batch {
   torch::Tensor tokens, target;  // [kBatch, kContext] int64
@@ -293,7 +278,7 @@ int main(int argc, char** argv) {
     comm.barrier();  // every rank prints its error before any exits non-zero
     return 1;
   }
-  std::printf("%s %s%s (rank %d)\n", failures == 0 ? "PASS" : "FAIL", scenario.c_str(), sp ? " --sp" : "", comm.rank());
+  std::printf("%s %s%s (rank %d)\n", braid::testing::failed_checks() == 0 ? "PASS" : "FAIL", scenario.c_str(), sp ? " --sp" : "", comm.rank());
   std::fflush(stdout);
-  return failures == 0 ? 0 : 1;
+  return braid::testing::failed_checks() == 0 ? 0 : 1;
 }
