@@ -62,10 +62,13 @@ function(braid_tool)
   install(TARGETS ${ARG_NAME} RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 endfunction()
 
-# braid_test(NAME base_error_test SOURCES error_test.cc DEPS braid::base [LABELS unit])
-# A GoogleTest executable whose cases are registered with CTest one by one.
+# braid_test(NAME base_error_test SOURCES error_test.cc DEPS braid::base [LABELS unit] [TIMEOUT s]
+#            [COST s])
+# A GoogleTest executable whose cases are registered with CTest one by one. COST, the seconds a
+# case typically takes, lets ctest start the long suites first in a fresh build tree (it has no
+# recorded timings there and would otherwise run in definition order, leaving a long tail).
 function(braid_test)
-  cmake_parse_arguments(ARG "" "NAME;TIMEOUT" "SOURCES;DEPS;LABELS" ${ARGN})
+  cmake_parse_arguments(ARG "" "NAME;TIMEOUT;COST" "SOURCES;DEPS;LABELS" ${ARGN})
   if(NOT BRAID_BUILD_TESTS)
     return()
   endif()
@@ -74,6 +77,9 @@ function(braid_test)
   endif()
   if(NOT ARG_LABELS)
     set(ARG_LABELS unit)
+  endif()
+  if(NOT ARG_COST)
+    set(ARG_COST 0)
   endif()
   add_executable(${ARG_NAME} ${ARG_SOURCES})
   target_compile_options(${ARG_NAME} PRIVATE ${BRAID_WARNINGS})
@@ -85,7 +91,7 @@ function(braid_test)
   gtest_discover_tests(${ARG_NAME}
     TEST_PREFIX "${ARG_NAME}."
     DISCOVERY_TIMEOUT 60
-    PROPERTIES TIMEOUT ${ARG_TIMEOUT} LABELS "${ARG_LABELS}")
+    PROPERTIES TIMEOUT ${ARG_TIMEOUT} LABELS "${ARG_LABELS}" COST ${ARG_COST})
 endfunction()
 
 # braid_test_program(NAME mp_sendrecv SOURCES ... DEPS ...): a rank program launched by the

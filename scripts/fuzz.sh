@@ -4,7 +4,8 @@
 #   scripts/fuzz.sh [SECONDS] [BUILD_DIR] [WHAT...]
 #
 # SECONDS    libFuzzer time per run (default 60): each codec is one run of codec_decode_fuzz,
-#            each other target one run
+#            each other target one run; 0 builds the tree and writes the seeds, fuzzing nothing
+#            (CTest's decoder_fuzz_build: the build takes both cores, the runs only one)
 # BUILD_DIR  the clang fuzz tree (default build-fuzz); configured and built on the first run,
 #            incremental afterwards (through ccache when it is installed)
 # WHAT...    which runs (default: all): a target name (store_frame_fuzz, handshake_fuzz, ...),
@@ -34,7 +35,7 @@ die() {
   exit 1
 }
 
-[[ $seconds =~ ^[0-9]+$ && $seconds -gt 0 ]] || die "SECONDS must be a positive integer, not '$seconds'"
+[[ $seconds =~ ^[0-9]+$ ]] || die "SECONDS must be a non-negative integer, not '$seconds'"
 mkdir -p "$build"
 build=$(cd "$build" && pwd)
 
@@ -112,6 +113,11 @@ if [[ " ${seed_writers[*]} " == *" codec_fuzz_seeds "* ]]; then
 fi
 if [[ " ${seed_writers[*]} " == *" decoder_fuzz_seeds "* ]]; then
   "$build/tests/fuzz/decoder_fuzz_seeds" "$seeds" || die "writing the decoder seeds failed"
+fi
+
+if [[ $seconds -eq 0 ]]; then
+  log "built the tree and wrote the seeds; fuzzing nothing (SECONDS 0)"
+  exit 0
 fi
 
 # --- Fuzz, one run at a time ----------------------------------------------------------------
