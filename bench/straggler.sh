@@ -6,24 +6,29 @@
 # RATE both ways (tbf); loss by bench/link_conditions.sh (a BPF filter: this kernel has no
 # sch_netem), delay by braid-link-relay spliced into the bad host's switch port. Layouts
 # HOSTSxRANKS (default 2x1 4x1 2x2); rounds alternate clean / loss / delay, ROUNDS times, and
-# the medians are printed with the amplification (bad / clean). Needs root; prints "skipped"
-# and exits 0 without.
+# the medians are printed with the amplification (bad / clean). --train: a short braid-train
+# (MLP, STEPS steps of 128 samples, ms per step) instead of the allreduce loop. Needs root;
+# prints "skipped" and exits 0 without.
 #
 # Usage: bench/straggler.sh [--rate 1gbit] [--rounds 5] [--layouts "2x1 4x1 2x2"]
-#                           [--sizes "4M 64M"] [--iters 3]
+#                           [-b 64K] [-e 64M] [-f 4] [--iters 3] [--train [--steps 20]]
 # Environment: BUILD_DIR (build), KEEP_DIR (keep the raw logs), RUN_TIMEOUT (300 s a run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${BUILD_DIR:-build}
-rate=1gbit rounds=5 layouts="2x1 4x1 2x2" sizes="4M 64M" iters=3
+rate=1gbit rounds=5 layouts="2x1 4x1 2x2" first=64K last=64M factor=4 iters=3 train=0 steps=20
 while [ $# -gt 0 ]; do
   case "$1" in
     --rate) rate=$2; shift 2 ;;
     --rounds) rounds=$2; shift 2 ;;
     --layouts) layouts=$2; shift 2 ;;
-    --sizes) sizes=$2; shift 2 ;;
+    -b) first=$2; shift 2 ;;
+    -e) last=$2; shift 2 ;;
+    -f) factor=$2; shift 2 ;;
     --iters) iters=$2; shift 2 ;;
-    -h|--help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --train) train=1; shift ;;
+    --steps) steps=$2; shift 2 ;;
+    -h|--help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -31,7 +36,9 @@ if [ "$(id -u)" -ne 0 ] || ! command -v ip >/dev/null || ! command -v tc >/dev/n
   echo "straggler: skipped (needs root, ip and tc to build network namespaces)"
   exit 0
 fi
-for tool in "$build/bin/braid-run" "$build/bin/braid-bench" "$build/tests/braid-link-relay"; do
+tools=("$build/bin/braid-run" "$build/bin/braid-bench" "$build/tests/braid-link-relay")
+[ "$train" -eq 0 ] || tools+=("$build/bin/braid-train")
+for tool in "${tools[@]}"; do
   [ -x "$tool" ] || { echo "no $tool: ninja -C $build braid-run braid-bench braid-link-relay" >&2; exit 1; }
 done
 source bench/link_conditions.sh
@@ -86,24 +93,30 @@ delay_off() {
   ip -n $sw link set ${prefix}s$bad master br0
 }
 
-# run LAYOUT CONDITION ROUND: one braid-bench allreduce, its "size time(us)" rows appended to
-# $work/times as "LAYOUT CONDITION SIZE US".
+# run LAYOUT CONDITION ROUND: one braid-bench allreduce (or braid-train), its "size time(us)"
+# rows appended to $work/times as "LAYOUT CONDITION SIZE US" (braid-train: size 0, us per step).
 run() {
-  local hosts=${1%x*} per_host=${1#*x} log="$work/$1.$2.$3.log"
+  local hosts=${1%x*} per_host=${1#*x} log="$work/$1.$2.$3.log" program
+  if [ "$train" -eq 1 ]; then
+    program=("$build"/bin/braid-train --model mlp --steps "$steps" --batch 128 --train-samples $((steps * 128))
+             --test-samples 64 --threads 1 --quiet --json "$work/$1.$2.$3.json")
+  else
+    program=("$build"/bin/braid-bench allreduce -b "$first" -e "$last" -f "$factor" -n "$iters" -w 1 --repeats 1)
+  fi
   NETNS_PREFIX=$prefix RANKS_PER_HOST=$per_host timeout "${RUN_TIMEOUT:-300}" "$build"/bin/braid-run \
-    -n $((hosts * per_host)) --master-addr 10.79.0.1 --master-port 29661 bench/netns_rank.sh \
-    "$build"/bin/braid-bench allreduce -b "$first" -e "$last" -f "$factor" -n "$iters" -w 1 --repeats 1 \
+    -n $((hosts * per_host)) --master-addr 10.79.0.1 --master-port 29661 bench/netns_rank.sh "${program[@]}" \
     > "$log" 2>&1 || { echo "  $1 $2 round $3 failed:" >&2; tail -5 "$log" >&2; return 0; }
-  awk -v l="$1" -v c="$2" '$1 == "[0]" && $2 ~ /^[0-9]+$/ && NF >= 9 { print l, c, $2, $6 }' "$log" >> "$work/times"
+  if [ "$train" -eq 1 ]; then
+    /usr/bin/python3 -c 'import json, sys; e = json.load(open(sys.argv[1]))["epochs"][-1]
+print(sys.argv[2], sys.argv[3], 0, 1e6 * e["step_seconds"] / e["steps"])' "$work/$1.$2.$3.json" "$1" "$2" >> "$work/times"
+  else
+    awk -v l="$1" -v c="$2" '$1 == "[0]" && $2 ~ /^[0-9]+$/ && NF >= 9 { print l, c, $2, $6 }' "$log" >> "$work/times"
+  fi
 }
 
-read -r -a size_list <<< "$sizes"
-first=${size_list[0]} last=${size_list[-1]}
-factor=$(( $(numfmt --from=iec "$last") / $(numfmt --from=iec "$first") ))
-[ ${#size_list[@]} -gt 2 ] && { echo "--sizes: two sizes at most (braid-bench steps by one factor)" >&2; exit 2; }
-[ "$factor" -ge 1 ] || factor=1
 echo "straggler: $(date -u +%F), $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cores," \
-     "links $rate (tbf), one bad link (host $bad), $rounds alternating rounds, $iters timed iterations a run"
+     "links $rate (tbf), one bad link (host $bad), $rounds alternating rounds," \
+     "$([ "$train" -eq 1 ] && echo "braid-train mlp, $steps steps a run" || echo "$iters timed iterations a run")"
 echo "load at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 : > "$work/times"
 for layout in $layouts; do
@@ -134,6 +147,7 @@ for layout, size in sorted({(l, s) for l, s, _ in rows}, key=lambda k: (k[0], k[
            if rows.get((layout, size, c))}
     n = min(len(rows.get((layout, size, c), [])) for c in ("clean", "loss1%", "delay5ms"))
     clean = med.get("clean", float("nan"))
-    fmt = lambda c: (f"{med[c]:9.1f} {med[c] / clean:6.2f}" if c in med else f"{'-':>9} {'-':>6}")
-    print(f"{layout:<14} {size >> 20:>4}Mi {clean:9.1f} {fmt('loss1%')} {fmt('delay5ms')}  {n}")
+    fmt = lambda c: (f"{med[c]:9.2f} {med[c] / clean:6.2f}" if c in med else f"{'-':>9} {'-':>6}")
+    name = "train" if size == 0 else (f"{size >> 20}Mi" if size >= 1 << 20 else f"{size >> 10}Ki")
+    print(f"{layout:<14} {name:>6} {clean:9.2f} {fmt('loss1%')} {fmt('delay5ms')}  {n}")
 PY

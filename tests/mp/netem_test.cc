@@ -18,6 +18,7 @@
 #include <ctime>
 
 #include <memory>
+#include <ostream>
 #include <regex>
 #include <sstream>
 #include <string>
@@ -77,6 +78,8 @@ struct Condition {
   double delay_ms = 0;
   double jitter_ms = 0;
 };
+// For gtest's test names in CTest (instead of the struct's bytes).
+void PrintTo(const Condition& c, std::ostream* os) { *os << c.name; }
 
 class NetemTest : public ::testing::TestWithParam<Condition> {
  protected:
