@@ -43,6 +43,9 @@ class CollectiveChecker {
     with_huge_count_ = false;
     run_reducing(OpKind::kAllreduce, counts());
   }
+  // The network subset (tests/mp/netem_test.cc): allreduce, allgather and broadcast, every
+  // algorithm the world supports, a few counts, in seconds even over a lossy or slow link.
+  void run_network_subset();
   int failures() const { return failures_; }
   int cases() const { return cases_; }
 
@@ -278,6 +281,35 @@ void CollectiveChecker::run_rooted(OpKind kind, const std::vector<std::int64_t>&
   }
 }
 
+// Counts 1, n+1 (uneven chunks) and kLargeCount (4 MB in f32: hundreds of TCP segments, so a
+// lossy link hits bulk transfers as well as lone small messages, whose loss costs a timeout).
+// One dtype, op and layout per collective besides allreduce's bf16: what a misbehaving network
+// can break is the transport, not the kernels, which the full grid covers.
+void CollectiveChecker::run_network_subset() {
+  const std::vector<std::int64_t> sizes{1, comm_.size() + 1, kLargeCount};
+  for (const AlgorithmEntry* a : algorithms_for(OpKind::kAllreduce)) {
+    if (!supported(*a, OpKind::kAllreduce)) continue;
+    for (DType dtype : {DType::kF32, DType::kBF16}) {
+      for (std::int64_t count : sizes) {
+        allreduce_case(*a, {describe_case("allreduce", *a, dtype, count, "sum"), count, dtype}, ReduceOp::kSum, false);
+      }
+    }
+  }
+  for (const AlgorithmEntry* a : algorithms_for(OpKind::kAllgather)) {
+    if (!supported(*a, OpKind::kAllgather)) continue;
+    for (std::int64_t count : sizes) {
+      allgather_case(*a, {describe_case("allgather", *a, DType::kF32, count, ""), count, DType::kF32}, false);
+    }
+  }
+  const int last = comm_.size() - 1;
+  for (const AlgorithmEntry* a : algorithms_for(OpKind::kBroadcast)) {
+    if (!supported(*a, OpKind::kBroadcast)) continue;
+    for (std::int64_t count : sizes) {
+      broadcast_case(*a, {describe_case("broadcast", *a, DType::kF32, count, "root=last"), count, DType::kF32}, last);
+    }
+  }
+}
+
 void CollectiveChecker::run_all() {
   const int n = comm_.size();
   std::vector<std::int64_t> grid = counts();
@@ -332,11 +364,14 @@ void CollectiveChecker::run_all() {
 }  // namespace
 
 // `collectives allreduce` runs the allreduce grid alone (for the larger emulated-host worlds,
-// where the algorithms that need several hosts are what is new).
+// where the algorithms that need several hosts are what is new); `collectives network` the
+// network subset (for links that lose, delay or throttle packets).
 int scenario_collectives(Communicator& comm, const Args& args) {
   CollectiveChecker checker(comm);
   if (!args.empty() && args[0] == "allreduce") {
     checker.run_allreduce();
+  } else if (!args.empty() && args[0] == "network") {
+    checker.run_network_subset();
   } else {
     checker.run_all();
   }
