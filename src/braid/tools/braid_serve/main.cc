@@ -3,6 +3,7 @@
 //
 //   braid-run -n 2 braid-serve --model gpt-small --tp 2 --prompt "Hello" --max-new-tokens 32 --json out.json
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <cstdio>
 
@@ -22,20 +23,43 @@
 namespace braid::serve {
 namespace {
 
-void check_fits_context(const std::vector<std::int64_t>& prompt, const ServeConfig& c) {
-  std::int64_t context = gpt_shape(c).context, positions = static_cast<std::int64_t>(prompt.size()) + c.max_new_tokens - 1;
-  if (positions <= context) return;
-  throw InvalidArgument({.op = "braid-serve"},
-                        fmt::format("a prompt of {} tokens and --max-new-tokens {} need {} positions; the model's "
-                                    "context is {} (--context)",
-                                    prompt.size(), c.max_new_tokens, positions, context));
+// braid-train --export wrote the whole model with torch::save (training_common.cc; a TP or mesh
+// run exports its gathered full model), so it loads into make_gpt's model of the same shape.
+// LibTorch's reader replaces a parameter with the file's tensor whatever its shape, so the
+// shapes are compared after the load: a file of another model is refused, never half-used.
+void load_export(train::TrainModel& gpt, const ServeConfig& c, std::int64_t vocab) {
+  GptShape s = gpt_shape(c);
+  auto refuse = [&](const std::string& why) {
+    throw InvalidArgument({.op = "braid-serve --checkpoint"},
+                          fmt::format("{} is not a braid-train --export of a GPT of width {}, {} layers, {} heads, "
+                                      "context {} and {} characters: {}",
+                                      c.checkpoint, s.width, s.layers, s.heads, s.context, vocab, why));
+  };
+  std::vector<std::vector<std::int64_t>> shapes;
+  for (const ::torch::Tensor& p : gpt.parameters()) shapes.push_back(p.sizes().vec());
+  try {
+    std::shared_ptr<::torch::nn::Module> module = gpt.shared_from_this();
+    ::torch::load(module, c.checkpoint);
+  } catch (const c10::Error& e) {
+    refuse(e.what_without_backtrace());
+  }
+  auto named = gpt.named_parameters();
+  for (std::size_t i = 0; i < named.size(); ++i) {
+    if (named[i].value().sizes().vec() != shapes[i]) {
+      refuse(fmt::format("{} is {} in the file, {} in this model", named[i].key(), fmt::join(named[i].value().sizes(), "x"),
+                         fmt::join(shapes[i], "x")));
+    }
+  }
 }
 
 std::shared_ptr<train::TrainModel> seeded_gpt(const ServeConfig& c, std::int64_t vocab) {
   GptShape s = gpt_shape(c);
   ::torch::manual_seed(c.seed);  // as braid-train does before make_model: the same initial parameters
-  return train::make_gpt(train::ModelSpec{.name = c.model, .vocab = vocab, .context = s.context, .width = s.width,
-                                          .layers = s.layers, .heads = s.heads});
+  std::shared_ptr<train::TrainModel> gpt = train::make_gpt(
+      train::ModelSpec{.name = c.model, .vocab = vocab, .context = s.context, .width = s.width, .layers = s.layers,
+                       .heads = s.heads});
+  if (!c.checkpoint.empty()) load_export(*gpt, c, vocab);
+  return gpt;
 }
 
 // Every rank must have generated the same tokens (the decoder's replicated tail guarantees it;
@@ -55,7 +79,7 @@ void check_ranks_agree(Communicator& comm, const std::vector<std::int64_t>& toke
 ServeRun serve(Communicator& comm, const ServeConfig& config) {
   CharVocabulary vocabulary = CharVocabulary::of_corpus(config.data_dir(), gpt_shape(config).context);
   std::vector<std::int64_t> prompt = vocabulary.encode(read_prompt(config));
-  check_fits_context(prompt, config);
+  check_fits_context(static_cast<std::int64_t>(prompt.size()), config);
   std::shared_ptr<train::TrainModel> full = seeded_gpt(config, vocabulary.size());
   ServeRun run{.config = &config, .vocab = vocabulary.size(), .prompt_tokens = static_cast<std::int64_t>(prompt.size())};
   if (config.recompute) {
@@ -81,6 +105,7 @@ int main(int argc, char** argv) {
   braid::serve::ServeConfig config;
   braid::serve::add_serve_flags(app, config);
   return braid::tools::run_tool("braid-serve", app, argc, argv, [&] {
+    braid::train::restart_with_better_blas_core(argv);  // as braid-train: OpenBLAS's best kernels for this CPU
     braid::Communicator comm = braid::Communicator::init();
     braid::serve::validate(config, comm.size());  // InvalidArgument: the command line's fault, exit 2
     ::torch::set_num_threads(config.threads);

@@ -40,6 +40,9 @@ void add_serve_flags(CLI::App& app, ServeConfig& c) {
   app.add_option("--cache-blocks", c.cache_blocks, "KV-cache blocks per layer (default: one full context)");
   app.add_option("--seed", c.seed, "initialisation seed (braid-train's: the same --seed, the same model)")
       ->capture_default_str();
+  app.add_option("--checkpoint", c.checkpoint,
+                 "a braid-train --export file of this model (same --model/--width/... and --data): its parameters")
+      ->check(CLI::ExistingFile);
   app.add_option("--data", c.data, "corpus whose characters are the vocabulary (default: /usr/share/games/fortunes)");
   app.add_option("--threads", c.threads, "intra-op threads per rank (LibTorch and OpenBLAS)")->capture_default_str();
   app.add_option("--json", c.json_path, "write the tokens, the text and the latency figures here (rank 0)");
@@ -61,6 +64,13 @@ void validate(const ServeConfig& c, int world_size) {
   if (c.cache_blocks < 0) bad(fmt::format("--cache-blocks {}: must not be negative", c.cache_blocks));
   if (c.threads < 1) bad(fmt::format("--threads {}: need at least 1", c.threads));
   if (c.recompute && c.tp != 1) bad(fmt::format("--recompute runs the single-process reference: --tp {} must be 1", c.tp));
+}
+
+void check_fits_context(std::int64_t prompt_tokens, const ServeConfig& c) {
+  std::int64_t context = gpt_shape(c).context, positions = prompt_tokens + c.max_new_tokens - 1;
+  if (positions <= context) return;
+  bad(fmt::format("a prompt of {} tokens and --max-new-tokens {} need {} positions; the model's context is {} (--context)",
+                  prompt_tokens, c.max_new_tokens, positions, context));
 }
 
 std::string read_prompt(const ServeConfig& c) {

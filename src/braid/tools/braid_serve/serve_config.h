@@ -19,6 +19,7 @@ struct ServeConfig {
   std::int64_t cache_blocks = 0;       // 0: one full context
   std::uint64_t seed = 1;              // braid-train's default: the same initial model
   std::string data;                    // the corpus whose characters are the vocabulary
+  std::string checkpoint;              // a braid-train --export file: its parameters instead of --seed's
   int threads = 1;
   std::string json_path;
   bool recompute = false;              // the reference: no cache, whole sequence every step, tp 1
@@ -36,6 +37,9 @@ void add_serve_flags(CLI::App& app, ServeConfig& c);
 // InvalidArgument naming the flag: tp not the world size or not dividing the heads, a model
 // shape that does not split, bad sizes, --recompute with tp > 1.
 void validate(const ServeConfig& c, int world_size);
+// InvalidArgument when the prompt and the tokens to generate pass the context (the last
+// generated token is never fed back: prompt + max_new_tokens - 1 positions).
+void check_fits_context(std::int64_t prompt_tokens, const ServeConfig& c);
 // The prompt's text (--prompt, or --prompt-file read whole); InvalidArgument when empty or unreadable.
 std::string read_prompt(const ServeConfig& c);
 
