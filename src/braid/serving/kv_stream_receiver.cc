@@ -189,14 +189,8 @@ std::vector<KvArrival> KvStreamReceiver::poll() {
 }
 
 bool KvStreamReceiver::pass() {
-  if (watch_.due()) {  // a lost prefill rank raises PeerLost here, within 20 ms of polling
-    awaited_.clear();
-    for (int peer = 0; peer < spec_.prefill_ranks; ++peer) {
-      if (!peer_closed_[static_cast<std::size_t>(peer)]) awaited_.push_back(peer);
-    }
-    watch_.check(awaited_);
-  }
   bool moved = take_headers();
+  watch_prefill_ranks();
   moved = allocate_queued() || moved;
   for (auto it = requests_.begin(); it != requests_.end();) {
     if (progress(it->first, it->second)) {
@@ -208,6 +202,19 @@ bool KvStreamReceiver::pass() {
   }
   while (!control_sends_.empty() && control_sends_.front().second.test()) control_sends_.pop_front();
   return moved;
+}
+
+// Only the prefill ranks with a granted transfer still arriving: one of them cannot have closed
+// (a prefill rank closes after every arrival), so its exit is a loss, not a race with its kClose.
+void KvStreamReceiver::watch_prefill_ranks() {
+  if (!watch_.due()) return;
+  awaited_.clear();
+  for (const auto& entry : requests_) {
+    for (const Incoming& in : entry.second.incoming) {
+      if (in.granted) awaited_.push_back(in.peer);
+    }
+  }
+  watch_.check(awaited_);
 }
 
 std::vector<KvArrival> KvStreamReceiver::wait_any() {

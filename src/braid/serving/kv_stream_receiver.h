@@ -18,6 +18,11 @@
 // rank's request fails with the reason, and this rank reports a KvArrival with ok = false and an
 // InvalidArgument message naming this rank, the peer and the request; nothing is written.
 //
+// A prefill rank lost while it owes this rank bytes of a granted request raises PeerLost from
+// poll() within 20 ms of polling (peer_watch.h); one lost with nothing in flight to this rank is
+// not watched (its exit cannot be told from a close in flight): braid-run ends the job, or under
+// --elastic the survivors' shrink does.
+//
 // Thread-safety: one thread at a time, as the Communicator; the allocator runs on that thread.
 #pragma once
 
@@ -90,6 +95,7 @@ class KvStreamReceiver {
 
   bool pass();  // one pass over everything; true if anything moved
   bool take_headers();
+  void watch_prefill_ranks();  // every 20 ms: PeerLost for a lost one that owes us bytes
   void on_header(int peer, const KvMessage& header);
   void refuse(int peer, const KvMessage& header, KvRefusal reason);
   void send_control(int peer, const KvMessage& message);
@@ -113,7 +119,7 @@ class KvStreamReceiver {
   // Refusals and arrivals on their way to prefill ranks (a deque: the messages do not move).
   std::deque<std::pair<KvMessage, Work>> control_sends_;
   PeerWatch watch_;
-  std::vector<int> awaited_;  // prefill ranks not closed (for watch_)
+  std::vector<int> awaited_;  // prefill ranks owing this rank bytes (for watch_)
 };
 
 }  // namespace braid::serving
