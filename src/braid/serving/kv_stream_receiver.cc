@@ -12,8 +12,11 @@ namespace {
 
 constexpr const char* kReceive = "kv receive";
 
-bool all_done(std::vector<Work>& works) {
-  return std::all_of(works.begin(), works.end(), [](Work& w) { return w.test(); });
+// Advances `next` over the receives that have completed; true if it moved.
+bool advance(std::vector<Work>& works, std::size_t& next) {
+  const std::size_t before = next;
+  while (next < works.size() && works[next].test()) ++next;
+  return next != before;
 }
 
 }  // namespace
@@ -127,13 +130,13 @@ bool KvStreamReceiver::allocate_queued() {
 // Posts every layer's receives into the request's blocks, then tells the prefill rank to send.
 void KvStreamReceiver::grant(Request& r, Incoming& in, std::int64_t id) {
   const auto segments = r.plan.segments(in.pair);
-  in.layers.resize(static_cast<std::size_t>(spec_.layout.layers));
+  in.per_layer = static_cast<std::size_t>(r.plan.blocks) * segments.size();
+  in.receives.reserve(in.per_layer * static_cast<std::size_t>(spec_.layout.layers));
   for (int l = 0; l < spec_.layout.layers; ++l) {
     for (std::int64_t b = 0; b < r.plan.blocks; ++b) {
       std::span<std::byte> block = (*r.blocks)[static_cast<std::size_t>(l * r.plan.blocks + b)];
       for (const KvSegment& s : segments) {
-        in.layers[static_cast<std::size_t>(l)].push_back(
-            comm_.irecv(block.data() + s.target_offset, s.bytes, DType::kU8, in.peer, static_cast<int>(id)));
+        in.receives.push_back(comm_.irecv(block.data() + s.target_offset, s.bytes, DType::kU8, in.peer, static_cast<int>(id)));
       }
     }
   }
@@ -146,17 +149,12 @@ int KvStreamReceiver::complete_layers(const Request& r) const {
   int layers = spec_.layout.layers;
   for (const Incoming& in : r.incoming) {
     if (!in.granted) return 0;
-    int l = 0;
-    while (l < layers && std::all_of(in.layers[static_cast<std::size_t>(l)].begin(), in.layers[static_cast<std::size_t>(l)].end(),
-                                     [](const Work& w) { return w.completed(); })) {
-      ++l;
-    }
-    layers = std::min(layers, l);
+    layers = std::min(layers, static_cast<int>(in.next / in.per_layer));
   }
   return layers;
 }
 
-bool KvStreamReceiver::progress(const Key& key, Request& r) {
+bool KvStreamReceiver::progress(const Key& key, Request& r, bool& moved) {
   if (!r.blocks) return false;
   bool complete = true;
   for (Incoming& in : r.incoming) {
@@ -164,13 +162,8 @@ bool KvStreamReceiver::progress(const Key& key, Request& r) {
       complete = false;
       continue;
     }
-    complete = in.grant_send.test() && complete;
-    for (auto& layer : in.layers) {
-      if (!all_done(layer)) {
-        complete = false;
-        break;
-      }
-    }
+    moved = advance(in.receives, in.next) || moved;
+    complete = complete && in.next == in.receives.size() && in.grant_send.test();
   }
   if (!complete) return false;
   std::int64_t bytes = 0;
@@ -193,7 +186,7 @@ bool KvStreamReceiver::pass() {
   watch_prefill_ranks();
   moved = allocate_queued() || moved;
   for (auto it = requests_.begin(); it != requests_.end();) {
-    if (progress(it->first, it->second)) {
+    if (progress(it->first, it->second, moved)) {
       it = requests_.erase(it);
       moved = true;
     } else {

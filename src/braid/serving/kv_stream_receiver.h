@@ -82,7 +82,11 @@ class KvStreamReceiver {
     bool granted = false;
     KvMessage grant{};
     Work grant_send;
-    std::vector<std::vector<Work>> layers;  // receives per layer
+    // Every layer's receives in order; they complete in that order (one peer, one tag), so
+    // only the first incomplete one is tested: a pass costs O(1) per transfer, not O(blocks).
+    std::vector<Work> receives;
+    std::size_t next = 0;            // receives[0, next) have completed
+    std::size_t per_layer = 0;
   };
   struct Request {
     std::int64_t tokens = 0;
@@ -101,7 +105,7 @@ class KvStreamReceiver {
   void send_control(int peer, const KvMessage& message);
   bool allocate_queued();
   void grant(Request& r, Incoming& in, std::int64_t id);
-  bool progress(const Key& key, Request& r);
+  bool progress(const Key& key, Request& r, bool& moved);  // true: complete
   int complete_layers(const Request& r) const;
 
   Communicator& comm_;
