@@ -221,21 +221,26 @@ std::vector<KvRequestOutcome> KvStreamSender::poll() {
 }
 
 KvRequestOutcome KvStreamSender::wait(std::int64_t id) {
-  Request& r = find(id, "kv wait");
-  if (r.ready_layers != spec_.layout.layers) {
-    throw InvalidArgument(context("kv wait"), fmt::format("request {}: waited for with {} of {} layers ready", id,
-                                                          r.ready_layers, spec_.layout.layers));
-  }
+  const auto done = [&] { return std::find_if(finished_.begin(), finished_.end(), [&](const KvRequestOutcome& o) { return o.id == id; }); };
+  if (done() == finished_.end()) check_waitable(id);
   IdleBackoff idle;
-  for (;;) {
-    idle.after_pass(progress_all());
-    const auto it = std::find_if(finished_.begin(), finished_.end(), [&](const KvRequestOutcome& o) { return o.id == id; });
+  for (auto it = done();; it = done()) {
     if (it != finished_.end()) {
       KvRequestOutcome out = *it;
       finished_.erase(it);
       sweep();
       return out;
     }
+    idle.after_pass(progress_all());
+  }
+}
+
+// A request may finish inside layer_ready's progress: wait() looks among the finished first.
+void KvStreamSender::check_waitable(std::int64_t id) {
+  Request& r = find(id, "kv wait");
+  if (r.ready_layers != spec_.layout.layers) {
+    throw InvalidArgument(context("kv wait"), fmt::format("request {}: waited for with {} of {} layers ready", id,
+                                                          r.ready_layers, spec_.layout.layers));
   }
 }
 

@@ -96,6 +96,7 @@ class KvStreamSender {
   void finish(Request& r, bool ok, std::string error);
   void check_submit(std::int64_t id, std::int64_t tokens, int decode_instance) const;
   void wait_for_room();
+  void check_waitable(std::int64_t id);  // in flight with every layer ready, or InvalidArgument
   void sweep();  // drops finished requests (id < 0)
   // Every 20 ms of polling: the decode ranks awaited still alive? A loss poisons the
   // communicator, so each request still in flight then fails with it.
