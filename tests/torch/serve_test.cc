@@ -1,0 +1,113 @@
+// braid-serve through real rank processes (braid-run): KV-cached greedy generation, with TP 1 and
+// TP 2, against the reference without any cache (the single-process GPT over the whole sequence
+// for every token); the cache's block accounting; the allreduces the decoder issues and the
+// algorithm the tuner gave them; bad input. A tiny GPT (width 32, 4 heads, 2 layers) keeps each
+// run about a second of CPU.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <fstream>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "launch.h"
+#include "temp_dir.h"
+
+namespace braid::testing {
+namespace {
+
+constexpr std::int64_t kWidth = 32, kLayers = 2, kNewTokens = 16;
+// 11 characters: neither block size below divides it, so prefill ends inside a block.
+const std::string kPrompt = "The cat sat";
+
+std::vector<std::string> tiny_gpt(std::vector<std::string> more) {
+  std::vector<std::string> args{"--width", "32", "--heads", "4", "--layers", "2", "--context", "48",
+                                "--max-new-tokens", std::to_string(kNewTokens)};
+  args.insert(args.end(), more.begin(), more.end());
+  return args;
+}
+
+LaunchResult serve(int ranks, std::vector<std::string> args) {
+  return launch({.ranks = ranks, .program = tool_path("braid-serve"), .args = tiny_gpt(std::move(args)),
+                 .env = {{"BRAID_TIMEOUT", "60"}}, .timeout_seconds = 120});
+}
+
+nlohmann::json serve_json(int ranks, const TempDir& dir, const std::string& name, std::vector<std::string> args) {
+  std::string json = dir.file(name);
+  args.insert(args.end(), {"--prompt", kPrompt, "--json", json});
+  LaunchResult r = serve(ranks, args);
+  EXPECT_FALSE(r.timed_out) << r.output;
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  std::ifstream in(json);
+  return nlohmann::json::parse(in);
+}
+
+std::int64_t blocks_for(std::int64_t tokens, std::int64_t block_tokens) { return (tokens + block_tokens - 1) / block_tokens; }
+
+// The cache holds the prompt and every generated token but the last, in whole blocks:
+// KvBlockLayout::blocks_for of that length.
+void expect_block_accounting(const nlohmann::json& run, std::int64_t block_tokens, std::int64_t local_heads) {
+  std::int64_t cached = static_cast<std::int64_t>(kPrompt.size()) + kNewTokens - 1;
+  EXPECT_EQ(run["cache"]["cached_tokens"].get<std::int64_t>(), cached);
+  EXPECT_EQ(run["cache"]["blocks_used"].get<std::int64_t>(), blocks_for(cached, block_tokens));
+  EXPECT_EQ(run["cache"]["local_heads"].get<std::int64_t>(), local_heads);
+}
+
+// Exact token equality: the cached path computes the same logits as the reference up to float
+// rounding (a different summation order in attention), far below the gap between the top two
+// logits of these greedy choices; an argmax flipped by rounding would fail this test, and a cache
+// that returned wrong keys or values (a wrong slot, block or head range) changes the logits by
+// orders of magnitude more. The reference is checked to vary, so a constant output cannot pass
+// by accident.
+TEST(ServeTest, CachedGenerationWithTp1AndTp2IsTheRecomputeReference) {
+  TempDir dir("braid-serve-test");
+  nlohmann::json reference = serve_json(1, dir, "reference.json", {"--recompute"});
+  std::vector<std::int64_t> want = reference["tokens"].get<std::vector<std::int64_t>>();
+  ASSERT_EQ(static_cast<std::int64_t>(want.size()), kNewTokens);
+  EXPECT_GE(std::set<std::int64_t>(want.begin(), want.end()).size(), 4u) << "a degenerate reference";
+
+  nlohmann::json tp1 = serve_json(1, dir, "tp1.json", {"--block-tokens", "3"});
+  EXPECT_EQ(tp1["tokens"].get<std::vector<std::int64_t>>(), want);
+  EXPECT_EQ(tp1["text"], reference["text"]);
+  expect_block_accounting(tp1, 3, 4);
+  EXPECT_TRUE(tp1["collectives"].empty()) << "tp 1 communicates nothing";
+
+  nlohmann::json tp2 = serve_json(2, dir, "tp2.json", {"--tp", "2", "--block-tokens", "4"});
+  EXPECT_EQ(tp2["tokens"].get<std::vector<std::int64_t>>(), want);
+  expect_block_accounting(tp2, 4, 2);
+  // Two allreduces (attention output, MLP down) per layer and forward; the decode steps' [1, 1,
+  // width] f32 messages on the one-shot fast path, the prompt's [1, 11, width] too (1408 B).
+  const nlohmann::json& calls = tp2["collectives"];
+  EXPECT_EQ(calls.value("allreduce one_shot " + std::to_string(kWidth * 4) + " B", 0), 2 * kLayers * (kNewTokens - 1))
+      << calls.dump();
+  EXPECT_EQ(calls.value("allreduce one_shot " + std::to_string(kPrompt.size() * kWidth * 4) + " B", 0), 2 * kLayers)
+      << calls.dump();
+  EXPECT_EQ(calls.size(), 2u) << calls.dump();
+}
+
+void expect_refused(int ranks, std::vector<std::string> args, const std::string& message) {
+  LaunchResult r = serve(ranks, std::move(args));
+  EXPECT_FALSE(r.timed_out) << r.output;
+  EXPECT_EQ(r.exit_code, 2) << "InvalidArgument is exit code 2 (docs/errors.md):\n" << r.output;
+  EXPECT_NE(r.output.find(message), std::string::npos) << "expected \"" << message << "\" in:\n" << r.output;
+}
+
+TEST(ServeTest, BadInputIsAClearErrorNamingWhat) {
+  TempDir dir("braid-serve-test");
+  // Checked before the job's size, so one rank shows it.
+  expect_refused(1, {"--tp", "3", "--prompt", "a"}, "--tp 3 does not divide the model's 4 attention heads");
+  expect_refused(1, {"--tp", "2", "--prompt", "a"}, "--tp 2 with a job of 1 ranks");
+  expect_refused(1, {"--prompt", std::string(40, 'a')}, "a prompt of 40 tokens and --max-new-tokens 16 need 55 positions");
+  expect_refused(1, {"--prompt", ""}, "empty prompt");
+  std::string odd = dir.file("odd.txt");
+  std::ofstream(odd) << "ab\x01";
+  expect_refused(1, {"--prompt-file", odd}, "byte 0x01 at position 2 is not in the model's vocabulary");
+  // 11 + 15 tokens need 7 blocks of 4; a pool of 5 runs out during decoding.
+  expect_refused(1, {"--prompt", kPrompt, "--block-tokens", "4", "--cache-blocks", "5"}, "sequence 0 needs 1 more blocks");
+}
+
+}  // namespace
+}  // namespace braid::testing
