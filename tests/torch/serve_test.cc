@@ -122,6 +122,36 @@ void expect_refused(int ranks, std::vector<std::string> args, const std::string&
   EXPECT_NE(r.output.find(message), std::string::npos) << "expected \"" << message << "\" in:\n" << r.output;
 }
 
+// Prefill/decode disaggregation (--prefill-ranks, docs/serving.md): the prefill ranks compute
+// the prompt's cache and stream it layer by layer into the decode ranks' paged caches, resharding
+// the heads when the TP sizes differ; the decode side's tokens are the no-cache reference's,
+// exactly (the same argument as above: a wrong block, slot or head range would change the logits
+// far beyond rounding). 1 -> 1 and 2 -> 1 layer by layer, 1 -> 2 with the transfer after the
+// prefill; rank 0's bytes are its share of the planner's paged bytes (whole 4-token blocks).
+TEST(ServeTest, DisaggregatedPrefillAndDecodeReproduceTheReference) {
+  TempDir dir;
+  const std::vector<std::int64_t> want =
+      serve_json(1, dir, "reference.json", {"--recompute"})["tokens"].get<std::vector<std::int64_t>>();
+  struct Split {
+    int prefill, decode;
+    bool after_prefill;
+  };
+  for (const Split s : {Split{1, 1, false}, Split{2, 1, false}, Split{1, 2, true}}) {
+    std::vector<std::string> args{"--prefill-ranks", std::to_string(s.prefill), "--tp", std::to_string(s.decode),
+                                  "--block-tokens", "4"};
+    if (s.after_prefill) args.push_back("--kv-after-prefill");
+    const std::string name = "split" + std::to_string(s.prefill) + std::to_string(s.decode) + ".json";
+    const nlohmann::json run = serve_json(s.prefill + s.decode, dir, name, args);
+    SCOPED_TRACE(name);
+    EXPECT_EQ(run["mode"], "disaggregated");
+    EXPECT_EQ(run["tokens"].get<std::vector<std::int64_t>>(), want);
+    const std::int64_t head_dim = kWidth / 4, heads = 4 / s.prefill;
+    const std::int64_t bytes = kLayers * blocks_for(static_cast<std::int64_t>(kPrompt.size()), 4) * 2 * heads * 4 * head_dim * 4;
+    EXPECT_EQ(run["disaggregation"]["kv_bytes_sent_by_rank0"].get<std::int64_t>(), bytes);
+    EXPECT_GT(run["disaggregation"]["ttft_ms"].get<double>(), 0);
+  }
+}
+
 // The refusals themselves are unit-tested without a rank (serve_config_test.cc); here, that they
 // reach the command line as exit code 2 with the message, from the flags, the prompt's
 // characters and the cache pool (in the decoder, after the model is built).

@@ -4,6 +4,11 @@
 //   paged blocks = ceil(T / B), waste = ceil(T / B) x B - T slots (at most B - 1)
 //   prefix reuse saves (N - 1) x P prefill tokens for N requests sharing a P-token prefix
 //   chunked prefill runs ceil(prompt / chunk) chunks
+//   paged bytes  = L x ceil(T / B) x block bytes, block bytes = 2 x n_kv_heads x B x d_head x bytes
+//                  (base/kv_block_layout.h: a paged cache holds, and a transfer moves, whole blocks)
+//   prefill/decode split (prefill TP p, decode TP d): a request moves its paged bytes (one
+//                  sequence), paged bytes / p from each prefill rank, paged bytes / d into each decode rank,
+//                  over p + d - gcd(p, d) (prefill rank, decode rank) pairs (serving/kv_transfer_plan.h)
 #pragma once
 
 #include "braid/plan/estimate.h"
@@ -22,11 +27,15 @@ struct KvInput {
   double requests = 1;        // requests sharing that prefix (N)
   double chunk_size = 0;      // chunked-prefill chunk (0: no chunking)
   int tp = 1;                 // KV heads split over tp ranks (per-device figures)
+  int prefill_tp = 0;         // > 0 with decode_tp: the prefill-to-decode transfer per request
+  int decode_tp = 0;
 };
 
 // kv_bytes_per_token, kv_bytes_total, and per device under tp; kv_blocks, kv_waste_slots and
 // kv_waste_bytes when paged; prefix_saved_tokens / prefix_saved_bytes when a prefix is shared;
-// prefill_chunks when chunked. Throws InvalidArgument for non-positive shapes or tp that does
+// prefill_chunks when chunked; kv_paged_bytes when paged; with prefill_tp and decode_tp (paged
+// only) kv_transfer_bytes_per_request, _per_prefill_rank, _per_decode_rank and kv_transfer_pairs.
+// Throws InvalidArgument for non-positive shapes or tp that does
 // not divide kv_heads.
 Estimates kv_cache(const KvInput& input);
 

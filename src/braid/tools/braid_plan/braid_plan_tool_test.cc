@@ -90,6 +90,11 @@ TEST(BraidPlanToolTest, ExplainSubstitutesTheNumbers) {
   EXPECT_TRUE(contains(kv.output, "= 2 x L x n_kv_heads x d_head x bytes")) << kv.output;
   EXPECT_TRUE(contains(kv.output, "= 2 x 80 x 8 x 128 x 2 B")) << kv.output;
   EXPECT_TRUE(contains(kv.output, "671.09 MB")) << kv.output;
+  // The prefill/decode transfer of the same request: whole blocks (2048 = 128 x 16: no waste).
+  ToolResult split = run_tool("kv --model llama-70b --tokens 2048 --prefill-tp 2 --decode-tp 1 --explain");
+  ASSERT_EQ(split.exit_code, 0) << split.output;
+  EXPECT_TRUE(contains(split.output, "= 80 x 128 x 65536 B")) << split.output;
+  EXPECT_TRUE(contains(split.output, "= 2 + 1 - 1")) << split.output;
   ToolResult bubble = run_tool("bubble --pp 4 -m 8 --schedule 1f1b --explain");
   EXPECT_TRUE(contains(bubble.output, "27.27%")) << bubble.output;
   EXPECT_TRUE(contains(bubble.output, "(4-1) / (8 + 4 - 1)")) << bubble.output;
@@ -349,6 +354,9 @@ TEST(BraidPlanToolTest, BadInputIsExplained) {
   expect_rejected("collective --bandwidth 25GB", "--bandwidth: cannot read '25GB'");
   expect_rejected("bubble --pp 0", "pp = 0 is out of range");
   expect_rejected("kv --tp 3", "tp = 3 must divide kv-heads = 8");
+  expect_rejected("kv --prefill-tp 2", "--prefill-tp and --decode-tp go together");
+  expect_rejected("kv --prefill-tp 3 --decode-tp 1", "prefill-tp = 3 must divide kv-heads = 8");
+  expect_rejected("kv --prefill-tp 2 --decode-tp 1 --block-size 0", "it needs --block-size > 0");
   expect_rejected("step --compression topk:2", "--compression: 'topk:2' needs a ratio R in (0, 1]");
   expect_rejected("step --tp abc", "--tp");  // CLI11's own error for a non-number
   expect_rejected("calibrate /nonexistent/bench.json", "/nonexistent/bench.json: cannot open it");

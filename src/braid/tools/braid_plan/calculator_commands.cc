@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "braid/base/error.h"
 #include "braid/base/pipeline_schedule_kind.h"
 #include "braid/plan/bubble.h"
 #include "braid/plan/comm_volume.h"
@@ -141,6 +142,7 @@ struct KvFlags {
   double requests = 1;
   std::string chunk = "0";
   int tp = 1;
+  int prefill_tp = 0, decode_tp = 0;  // 0: no prefill/decode split
 };
 
 double count_or_zero(const std::string& text, const char* field) {
@@ -155,10 +157,18 @@ Report kv_report(const KvFlags& f) {
              .tokens = f.tokens.empty() ? static_cast<double>(m.seq) : parse_count(f.tokens, "--tokens"),
              .sequences = f.sequences, .block_size = f.block_size,
              .prefix_tokens = count_or_zero(f.prefix, "--prefix"), .requests = f.requests,
-             .chunk_size = count_or_zero(f.chunk, "--chunk"), .tp = f.tp};
+             .chunk_size = count_or_zero(f.chunk, "--chunk"), .tp = f.tp, .prefill_tp = f.prefill_tp,
+             .decode_tp = f.decode_tp};
+  if ((f.prefill_tp > 0) != (f.decode_tp > 0)) {
+    throw braid::InvalidArgument({.op = "braid-plan"}, "--prefill-tp and --decode-tp go together");
+  }
   Report r{.command = "kv"};
   r.inputs = {{"model", describe(m)},      {"kv_dtype", f.kv_dtype},   {"tokens", in.tokens},
               {"sequences", in.sequences}, {"block_size", in.block_size}, {"tp", in.tp}};
+  if (in.prefill_tp > 0) {
+    r.inputs.push_back({"prefill_tp", in.prefill_tp});
+    r.inputs.push_back({"decode_tp", in.decode_tp});
+  }
   r.sections.push_back({fmt::format("KV cache: {} layers x {} KV heads x d_head {} in {}", in.layers, in.kv_heads,
                                     in.head_dim, f.kv_dtype),
                         kv_cache(in)});
@@ -292,6 +302,9 @@ Command add_kv_command(CLI::App& parent) {
   app->add_option("--requests", f->requests, "requests sharing the prefix (N)")->capture_default_str();
   app->add_option("--chunk", f->chunk, "chunked-prefill chunk size (0: none)")->capture_default_str();
   app->add_option("--tp", f->tp, "tensor-parallel ranks the KV heads are split over")->capture_default_str();
+  app->add_option("--prefill-tp", f->prefill_tp,
+                  "prefill/decode disaggregation: TP of the prefill ranks (with --decode-tp; the transfer per request)");
+  app->add_option("--decode-tp", f->decode_tp, "prefill/decode disaggregation: TP of the decode ranks (with --prefill-tp)");
   return {app, [f] { return kv_report(*f); }};
 }
 

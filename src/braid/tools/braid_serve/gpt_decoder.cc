@@ -53,12 +53,12 @@ GptDecoder::GptDecoder(train::TrainModel& full, Communicator& tp, DecoderOptions
   }
 }
 
-::torch::Tensor GptDecoder::prefill(SequenceId sequence, const std::vector<std::int64_t>& prompt) {
+::torch::Tensor GptDecoder::prefill(SequenceId sequence, const std::vector<std::int64_t>& prompt, const LayerDone& layer_done) {
   if (prompt.empty()) throw InvalidArgument({.rank = tp_->rank(), .op = kOp}, fmt::format("sequence {}: empty prompt", sequence));
   if (cache_.length(sequence) != 0) {
     throw InvalidArgument({.rank = tp_->rank(), .op = kOp}, fmt::format("sequence {} was prefilled already", sequence));
   }
-  return run(sequence, prompt);
+  return run(sequence, prompt, layer_done);
 }
 
 ::torch::Tensor GptDecoder::step(SequenceId sequence, std::int64_t token) {
@@ -68,7 +68,7 @@ GptDecoder::GptDecoder(train::TrainModel& full, Communicator& tp, DecoderOptions
   return run(sequence, {token});
 }
 
-::torch::Tensor GptDecoder::run(SequenceId sequence, const std::vector<std::int64_t>& tokens) {
+::torch::Tensor GptDecoder::run(SequenceId sequence, const std::vector<std::int64_t>& tokens, const LayerDone& layer_done) {
   std::int64_t first = cache_.length(sequence), t = static_cast<std::int64_t>(tokens.size());
   if (first + t > spec_.context) {
     throw InvalidArgument({.rank = tp_->rank(), .op = kOp},
@@ -87,7 +87,10 @@ GptDecoder::GptDecoder(train::TrainModel& full, Communicator& tp, DecoderOptions
   ::torch::Tensor ids = ::torch::tensor(tokens, ::torch::kInt64).unsqueeze(0);
   ::torch::Tensor x = embeddings.tokens->forward(ids) +
                       embeddings.positions->forward(::torch::arange(first, first + t, ::torch::kInt64));
-  for (CachedBlock& block : blocks_) x = block.forward(x, cache_, sequence, first);
+  for (std::size_t l = 0; l < blocks_.size(); ++l) {
+    x = blocks_[l].forward(x, cache_, sequence, first);
+    if (layer_done) layer_done(static_cast<int>(l));
+  }
   std::size_t ln = static_cast<std::size_t>(spec_.layers + 1);
   ::torch::Tensor last = layers_[ln]->as<::torch::nn::LayerNorm>()->forward(x.select(1, t - 1));
   return layers_[ln + 1]->as<::torch::nn::Linear>()->forward(last).squeeze(0);

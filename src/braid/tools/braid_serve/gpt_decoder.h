@@ -22,6 +22,7 @@
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "braid/comm/communicator.h"
@@ -48,14 +49,17 @@ class GptDecoder {
   torch::PagedKvCache& cache() { return cache_; }
 
   void start(SequenceId sequence) { cache_.add_sequence(sequence); }
+  // Called after each layer's K and V are in the cache (the prefill-to-decode stream sends that
+  // layer then, while the next one computes).
+  using LayerDone = std::function<void(int layer)>;
   // The logits [vocab] after the last prompt token; the prompt's K and V are in the cache.
-  ::torch::Tensor prefill(SequenceId sequence, const std::vector<std::int64_t>& prompt);
+  ::torch::Tensor prefill(SequenceId sequence, const std::vector<std::int64_t>& prompt, const LayerDone& layer_done = {});
   // Appends `token` to the sequence; the logits [vocab] after it.
   ::torch::Tensor step(SequenceId sequence, std::int64_t token);
   void finish(SequenceId sequence) { cache_.free(sequence); }
 
  private:
-  ::torch::Tensor run(SequenceId sequence, const std::vector<std::int64_t>& tokens);
+  ::torch::Tensor run(SequenceId sequence, const std::vector<std::int64_t>& tokens, const LayerDone& layer_done = {});
 
   Communicator* tp_;
   train::ModelSpec spec_;

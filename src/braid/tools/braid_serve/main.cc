@@ -13,6 +13,7 @@
 #include "braid/comm/communicator.h"
 #include "braid/tools/braid_serve/char_vocabulary.h"
 #include "braid/tools/braid_serve/collective_meter.h"
+#include "braid/tools/braid_serve/disaggregated.h"
 #include "braid/tools/braid_serve/generation.h"
 #include "braid/tools/braid_serve/gpt_decoder.h"
 #include "braid/tools/braid_serve/serve_config.h"
@@ -84,6 +85,11 @@ ServeRun serve(Communicator& comm, const ServeConfig& config) {
   ServeRun run{.config = &config, .vocab = vocabulary.size(), .prompt_tokens = static_cast<std::int64_t>(prompt.size())};
   if (config.recompute) {
     run.generation.tokens = generate_by_recompute(*full, prompt, config.max_new_tokens);
+  } else if (config.prefill_ranks > 0) {
+    const DisaggregatedGeneration d = generate_disaggregated(comm, *full, config, prompt);
+    run.generation.tokens = d.tokens;
+    run.disaggregated_ttft_ns = d.ttft_ns;
+    run.kv_bytes_sent = d.kv_bytes;  // rank 0's: a prefill rank's share
   } else {
     CollectiveMeter meter(comm);
     GptDecoder decoder(*full, comm, DecoderOptions{.block_tokens = config.block_tokens, .cache_blocks = config.cache_blocks});

@@ -46,6 +46,13 @@ void add_serve_flags(CLI::App& app, ServeConfig& c) {
   app.add_option("--data", c.data, "corpus whose characters are the vocabulary (default: /usr/share/games/fortunes)");
   app.add_option("--threads", c.threads, "intra-op threads per rank (LibTorch and OpenBLAS)")->capture_default_str();
   app.add_option("--json", c.json_path, "write the tokens, the text and the latency figures here (rank 0)");
+  app.add_option("--prefill-ranks", c.prefill_ranks,
+                 "prefill/decode disaggregation: ranks [0, N) prefill the prompt with TP N and stream its KV cache "
+                 "layer by layer to the other ranks, which decode with TP --tp (braid-run -n N + tp)")
+      ->capture_default_str();
+  app.add_flag("--kv-after-prefill", c.kv_after_prefill,
+               "with --prefill-ranks: send the KV cache only after the whole prefill (the baseline of the layer-wise "
+               "overlap)");
   app.add_flag("--recompute", c.recompute,
                "the reference: no KV cache, the whole sequence through the model for every token (tp 1)");
 }
@@ -56,7 +63,17 @@ void validate(const ServeConfig& c, int world_size) {
   if (c.tp < 1) bad(fmt::format("--tp {}: need at least 1", c.tp));
   // The model's split before the job's size: the same answer whatever -n the job was given.
   if (s.heads % c.tp != 0) bad(fmt::format("--tp {} does not divide the model's {} attention heads", c.tp, s.heads));
-  if (c.tp != world_size) bad(fmt::format("--tp {} with a job of {} ranks: run braid-run -n {}", c.tp, world_size, c.tp));
+  if (c.prefill_ranks < 0) bad(fmt::format("--prefill-ranks {}: must not be negative", c.prefill_ranks));
+  if (c.prefill_ranks > 0 && s.heads % c.prefill_ranks != 0) {
+    bad(fmt::format("--prefill-ranks {} does not divide the model's {} attention heads", c.prefill_ranks, s.heads));
+  }
+  if (c.prefill_ranks > 0 && c.recompute) bad("--recompute and --prefill-ranks do not go together");
+  if (c.kv_after_prefill && c.prefill_ranks == 0) bad("--kv-after-prefill needs --prefill-ranks");
+  if (c.tp + c.prefill_ranks != world_size) {
+    bad(fmt::format("--tp {}{} with a job of {} ranks: run braid-run -n {}", c.tp,
+                    c.prefill_ranks > 0 ? fmt::format(" and --prefill-ranks {}", c.prefill_ranks) : "", world_size,
+                    c.tp + c.prefill_ranks));
+  }
   if (s.layers < 1) bad(fmt::format("--layers {}: need at least 1", s.layers));
   if (s.context < 2 || s.context > 4096) bad(fmt::format("--context {}: must be in 2..4096", s.context));
   if (c.max_new_tokens < 1) bad(fmt::format("--max-new-tokens {}: need at least 1", c.max_new_tokens));

@@ -23,6 +23,8 @@ struct ServeConfig {
   int threads = 1;
   std::string json_path;
   bool recompute = false;              // the reference: no cache, whole sequence every step, tp 1
+  int prefill_ranks = 0;               // > 0: ranks [0, N) prefill (TP N), the rest decode (TP --tp)
+  bool kv_after_prefill = false;       // stream the cache only after the whole prefill (the baseline)
 
   std::string data_dir() const { return data.empty() ? "/usr/share/games/fortunes" : data; }
 };

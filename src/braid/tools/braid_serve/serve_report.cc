@@ -59,6 +59,14 @@ nlohmann::json to_json(const ServeRun& run) {
       {"text", run.text},
   };
   if (c.recompute) return j;
+  if (c.prefill_ranks > 0) {  // the decode side's timings stay there: the stream's figures instead
+    j["mode"] = "disaggregated";
+    j["disaggregation"] = {{"prefill_ranks", c.prefill_ranks}, {"decode_tp", c.tp},
+                           {"kv_after_prefill", c.kv_after_prefill},
+                           {"ttft_ms", static_cast<double>(run.disaggregated_ttft_ns) / kNsPerMs},
+                           {"kv_bytes_sent_by_rank0", run.kv_bytes_sent}};
+    return j;
+  }
   DecodeFigures d = decode_figures(g);
   j["cache"] = {{"block_tokens", c.block_tokens}, {"cached_tokens", g.cached_tokens}, {"blocks_used", g.blocks_used},
                 {"local_heads", s.heads / c.tp}};
@@ -78,6 +86,14 @@ void print_report(const ServeRun& run) {
   std::printf("%s\n", run.text.c_str());
   if (run.config->recompute) {
     std::printf("braid-serve: %zu tokens by full recompute (no cache, the reference)\n", g.tokens.size());
+    return;
+  }
+  if (run.config->prefill_ranks > 0) {
+    std::printf("braid-serve: prefill tp %d -> decode tp %d, %lld prompt tokens, %zu generated; KV streamed %s: "
+                "first token's transfer done %.3f ms after prefill start, %lld KV bytes from rank 0\n",
+                run.config->prefill_ranks, run.config->tp, static_cast<long long>(run.prompt_tokens), g.tokens.size(),
+                run.config->kv_after_prefill ? "after prefill" : "layer by layer",
+                static_cast<double>(run.disaggregated_ttft_ns) / kNsPerMs, static_cast<long long>(run.kv_bytes_sent));
     return;
   }
   DecodeFigures d = decode_figures(g);

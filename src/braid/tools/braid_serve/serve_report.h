@@ -23,6 +23,8 @@ struct ServeRun {
   std::string text;                       // the generated characters
   CachedGeneration generation;            // tokens only, with --recompute
   std::map<std::string, std::int64_t> collectives;
+  std::int64_t disaggregated_ttft_ns = -1;  // --prefill-ranks: prefill start to every layer at the decode side
+  std::int64_t kv_bytes_sent = 0;           // --prefill-ranks: the KV bytes rank 0 streamed
 };
 
 struct Percentiles {
