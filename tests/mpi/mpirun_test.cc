@@ -9,7 +9,8 @@
 //     same two hosts (same seed, data and algorithms: bitwise equal);
 //   - a rank killed: mpirun exits non-zero and the survivors name the lost peer;
 //   - braid::mpi::from_mpi on one host and across the two: braid's allreduce equals
-//     MPI_Allreduce bit for bit, split communicators, MPI_COMM_NULL and MPI not initialised.
+//     MPI_Allreduce bit for bit, split communicators, MPI_COMM_NULL and MPI not initialised,
+//     and rank 0 failing to start the store fails every rank at once.
 // The namespace tests skip without root (or `ip netns`).
 #include <unistd.h>
 
@@ -20,11 +21,13 @@
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "emulated_hosts.h"
 #include "launch.h"
 #include "process_runner.h"
+#include "two_host_train_reference.h"
 
 namespace braid::testing {
 namespace {
@@ -117,21 +120,11 @@ TEST_F(MpirunAcrossHostsTest, CollectivesAcrossTwoHostsMatchTheReferenceExactly)
   expect_every_rank_passed(result, "PASS collectives", 4);
 }
 
-std::string parameter_crc(const std::string& output) {
-  std::smatch m;
-  if (!std::regex_search(output, m, std::regex(R"(final parameters identical on every rank \(crc32c ([0-9a-f]{8})\))"))) {
-    return "";
-  }
-  return m[1];
-}
-
 TEST_F(MpirunAcrossHostsTest, BraidTrainAcrossTwoHostsEndsWithTheOneHostRunsParameters) {
   if (!std::filesystem::exists(tool_path("braid-train"))) GTEST_SKIP() << "built without LibTorch (BRAID_WITH_TORCH=OFF)";
-  const std::vector<std::string> train{"--model", "mlp", "--steps", "4", "--batch", "64", "--train-samples", "512",
-                                       "--test-samples", "64", "--threads", "1"};
   // One rank per host, as multinode_test: LibTorch's start-up is most of braid-train's time.
   std::vector<std::string> program{tool_path("braid-train")};
-  program.insert(program.end(), train.begin(), train.end());
+  program.insert(program.end(), kTwoHostTrainArgs.begin(), kTwoHostTrainArgs.end());
   MpirunResult across = run_across(1, program, {}, 120);
   ASSERT_EQ(across.process.exit_code, 0) << across.output();
   const std::string mpirun_crc = parameter_crc(across.output());
@@ -139,14 +132,7 @@ TEST_F(MpirunAcrossHostsTest, BraidTrainAcrossTwoHostsEndsWithTheOneHostRunsPara
 
   // The computation it replaces: one braid-run of 2 ranks, rank r on "host" host<r>, so the
   // same algorithms run over TCP in the same order.
-  LaunchOptions one;
-  one.ranks = 2;
-  one.program = "/bin/sh";
-  one.args = {"-c", "BRAID_HOST_ID=host$BRAID_RANK exec \"$0\" \"$@\"", tool_path("braid-train")};
-  one.args.insert(one.args.end(), train.begin(), train.end());
-  one.env = {{"BRAID_TIMEOUT", "60"}};
-  one.timeout_seconds = 120;
-  LaunchResult reference = launch(one);
+  LaunchResult reference = run_two_host_train_reference();
   ASSERT_EQ(reference.exit_code, 0) << reference.output;
   EXPECT_EQ(mpirun_crc, parameter_crc(reference.output)) << "mpirun:\n" << across.output() << "\nbraid-run:\n"
                                                          << reference.output;
@@ -165,25 +151,35 @@ TEST_F(MpirunAcrossHostsTest, ARankKilledMakesMpirunExitNonZeroAndTheSurvivorsNa
 }
 
 TEST_F(MpirunAcrossHostsTest, FromMpiAcrossTwoHostsEqualsMpiAllreduceAndSplits) {
-  for (const char* scenario : {"world", "split"}) {
-    // No store address, port or token exported: rank 0 picks its veth address and a token, and
-    // broadcasts them over MPI.
-    MpirunResult result =
-        run_across(2, {test_program_path("braid-from-mpi-rank"), scenario}, {}, 60, /*export_store=*/false);
-    expect_every_rank_passed(result, std::string("PASS from_mpi ") + scenario, 4);
-    if (std::string(scenario) == "world") {
-      EXPECT_NE(result.output().find("from_mpi rank 3: 2 hosts, local rank 1 of 2"), std::string::npos) << result.output();
-    }
+  // No store address, port or token exported: rank 0 picks its veth address and a token, and
+  // broadcasts them over MPI.
+  MpirunResult result = run_across(2, {test_program_path("braid-from-mpi-rank")}, {}, 60, /*export_store=*/false);
+  expect_every_rank_passed(result, "PASS from_mpi", 4);
+  // braid's hosts are Open MPI's nodes: shared memory inside each, TCP between.
+  for (int rank = 0; rank < 4; ++rank) {
+    const std::string topology = fmt::format("from_mpi rank {}: 2 hosts, local rank {} of 2", rank, rank % 2);
+    EXPECT_NE(result.output().find(topology), std::string::npos) << topology << ":\n" << result.output();
   }
 }
 
 TEST(MpirunOneHostTest, FromMpiEqualsMpiAllreduceAndSplits) {
-  for (const char* scenario : {"world", "split"}) {
-    std::vector<std::string> argv = mpirun_base(4);
-    argv.insert(argv.end(), {test_program_path("braid-from-mpi-rank"), scenario});
-    MpirunResult result = run(std::move(argv), {"BRAID_TIMEOUT=60"}, 60);
-    expect_every_rank_passed(result, std::string("PASS from_mpi ") + scenario, 4);
-  }
+  std::vector<std::string> argv = mpirun_base(4);
+  argv.push_back(test_program_path("braid-from-mpi-rank"));
+  MpirunResult result = run(std::move(argv), {"BRAID_TIMEOUT=60"}, 60);
+  expect_every_rank_passed(result, "PASS from_mpi", 4);
+  EXPECT_NE(result.output().find("from_mpi rank 3: 1 hosts, local rank 3 of 4"), std::string::npos) << result.output();
+}
+
+TEST(MpirunOneHostTest, RankZeroFailingToStartTheStoreFailsEveryRankAtOnce) {
+  std::vector<std::string> argv = mpirun_base(3);
+  argv.insert(argv.end(), {"-x", "BRAID_MASTER_ADDR", test_program_path("braid-from-mpi-rank"), "store-failure"});
+  // Within the 20 s limit, far below BRAID_TIMEOUT: nobody waits for a store that never comes.
+  MpirunResult result = run(std::move(argv), {"BRAID_TIMEOUT=60", "BRAID_MASTER_ADDR=no-such-host.invalid"}, 20);
+  expect_every_rank_passed(result, "PASS from_mpi", 3);
+  EXPECT_NE(result.output().find("from_mpi rank 2: braid::InvalidArgument [rank 2, peer 0, op from_mpi]: rank 0 could "
+                                 "not start the rendezvous store"),
+            std::string::npos)
+      << result.output();
 }
 
 }  // namespace
