@@ -31,6 +31,7 @@
 #include "braid/base/error.h"
 #include "braid/bootstrap/store.h"
 #include "multinode_launch.h"
+#include "two_host_train_reference.h"
 
 namespace braid::testing {
 namespace {
@@ -60,36 +61,18 @@ TEST_F(MultiNodeTest, CollectivesAcrossTwoHostsMatchTheReferenceExactly) {
 
 // --- braid-train across the two hosts against one braid-run emulating them ----------------
 
-const std::vector<std::string> kTrainArgs{"--model", "mlp", "--steps", "4", "--batch", "64", "--train-samples", "512",
-                                          "--test-samples", "64", "--threads", "1"};
-
-std::string parameter_crc(const std::string& output) {
-  std::smatch m;
-  if (!std::regex_search(output, m, std::regex(R"(final parameters identical on every rank \(crc32c ([0-9a-f]{8})\))"))) {
-    return "";
-  }
-  return m[1];
-}
-
 TEST_F(MultiNodeTest, BraidTrainAcrossTwoHostsEndsWithTheOneHostRunsParameters) {
   if (!std::filesystem::exists(tool_path("braid-train"))) GTEST_SKIP() << "built without LibTorch (BRAID_WITH_TORCH=OFF)";
   // One rank per node: braid-train's start-up (LibTorch, the data set) is most of its time, and
   // the CTest budget pays for every process; TCP between the nodes is what is new here.
-  TwoNodes nodes = run_to_success(*hosts_, tool_path("braid-train"), kTrainArgs, 120, 1);
+  TwoNodes nodes = run_to_success(*hosts_, tool_path("braid-train"), kTwoHostTrainArgs, 120, 1);
   if (::testing::Test::HasFailure()) return;
   const std::string two_nodes = parameter_crc(nodes.result[0].out + nodes.result[1].out);
   ASSERT_FALSE(two_nodes.empty()) << nodes.output();
 
   // The computation it replaces: 2 ranks under one braid-run, rank r on "host" host<r> as
   // above, so the same algorithms run over TCP in the same order.
-  LaunchOptions one;
-  one.ranks = 2;
-  one.program = "/bin/sh";
-  one.args = {"-c", "BRAID_HOST_ID=host$BRAID_RANK exec \"$0\" \"$@\"", tool_path("braid-train")};
-  one.args.insert(one.args.end(), kTrainArgs.begin(), kTrainArgs.end());
-  one.env = {{"BRAID_TIMEOUT", "60"}};
-  one.timeout_seconds = 120;
-  LaunchResult reference = launch(one);
+  LaunchResult reference = run_two_host_train_reference();
   ASSERT_EQ(reference.exit_code, 0) << reference.output;
   EXPECT_EQ(two_nodes, parameter_crc(reference.output)) << "two braid-runs:\n" << nodes.output() << "\none braid-run:\n"
                                                         << reference.output;

@@ -24,6 +24,10 @@ class KeyValueStore {
   virtual void set(const std::string& key, std::string_view value, Deadline deadline) = 0;
   virtual std::string get(const std::string& key, Deadline deadline) = 0;
   virtual void wait(const std::vector<std::string>& keys, Deadline deadline) = 0;
+  // The host that serves the store (rank 0's), as this rank reaches it, where the store knows
+  // it; "" otherwise (torch's c10d store). A join through the store binds braid's TCP listener
+  // to the interface of the route to it, as MASTER_ADDR does (braid::mpi::from_mpi's store).
+  virtual std::string host() const { return {}; }
 };
 
 }  // namespace braid

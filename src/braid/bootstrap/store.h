@@ -89,6 +89,7 @@ class StoreClient final : public KeyValueStore {
 
   // "host:port" of the store, as given.
   const std::string& address() const { return address_; }
+  std::string host() const override { return host_; }
   int rank() const { return rank_; }
 
  private:

@@ -187,10 +187,11 @@ std::string agree_on_job_token(int rank, KeyValueStore& store, Deadline deadline
 }
 
 // The master address only steers which interface the TCP listener binds (transport_bind_address):
-// loopback unless the launcher names another host.
-RankInfo joined_rank_info(int rank, int size) {
+// loopback unless the store knows rank 0's host (KeyValueStore::host) or the launcher names one.
+RankInfo joined_rank_info(int rank, int size, const std::string& store_host) {
   RankInfo info{.rank = rank, .world_size = size, .local_rank = -1, .local_world_size = -1, .source = "store"};
-  if (auto addr = env::get(env::kMasterAddr)) info.master_addr = *addr;
+  if (!store_host.empty()) info.master_addr = store_host;
+  else if (auto addr = env::get(env::kMasterAddr)) info.master_addr = *addr;
   else if (auto torch_addr = env::get(env::kTorchMasterAddr)) info.master_addr = *torch_addr;
   return info;
 }
@@ -215,7 +216,7 @@ std::shared_ptr<World> World::create() {
 
 std::shared_ptr<World> World::join(int rank, int size, std::shared_ptr<KeyValueStore> store) {
   auto world = std::make_shared<World>();
-  world->info = joined_rank_info(rank, size);
+  world->info = joined_rank_info(rank, size, store->host());
   try {
     env::check_all();
   } catch (const Error& e) {
