@@ -68,7 +68,7 @@ TEST_F(TrainMoeTest, ExpertParallelTrainsLikeEp1On2And4Ranks) {
     EXPECT_GT(dropped, 0) << "capacity factor 0.5 must drop tokens";
     EXPECT_EQ(run.count("MoE: ep 2, 4 experts, top-2"), 1) << run.output;
   }
-  // The pipelined exchange (experts recomputed in backward) trains the same model.
+  // The pipelined exchange (forward and backward chunked) trains the same model.
   std::vector<std::string> pipelined = args(2, "ep2-chunks2");
   pipelined.insert(pipelined.end(), {"--moe-chunks", "2"});
   expect_success(train(2, pipelined));

@@ -34,7 +34,7 @@ void add_moe_flags(CLI::App& app, MoeTrainConfig& c) {
   app.add_option("--aux-loss-coef", c.aux_loss_coef, "moe-gpt: load-balancing loss weight")->capture_default_str();
   app.add_option("--z-loss-coef", c.z_loss_coef, "moe-gpt: router z-loss weight (0: none)")->capture_default_str();
   app.add_option("--moe-chunks", c.chunks,
-                 "moe-gpt: the all-to-all in N pipelined chunks (experts recomputed in backward); 1: unpipelined")
+                 "moe-gpt: the all-to-all in N pipelined chunks, forward and backward; 1: unpipelined")
       ->capture_default_str();
 }
 
