@@ -12,7 +12,7 @@
 #    median and the range over the rounds (negative: the pipelined step was slower).
 # With chunks > 1 the "all-to-all" time is the whole pipelined layer, exchange and experts
 # together. BRAID_TRAIN=path measures another braid-train binary (e.g. an older pipelined path).
-#   ROUNDS=5 bash bench/moe/moe_gpt_step.sh [build-dir]
+#   ROUNDS=5 [RANKS="2 4"] [STEPS=12] bash bench/moe/moe_gpt_step.sh [build-dir]
 set -euo pipefail
 build=${1:-build}
 rounds=${ROUNDS:-5}
@@ -22,7 +22,7 @@ out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 lscpu | grep 'Model name' || true
 date -u
-for ranks in 2 4; do
+for ranks in ${RANKS:-2 4}; do
   configs=(1 2 4)
   for ((r = 1; r <= rounds; ++r)); do
     order=("${configs[@]}")
@@ -35,15 +35,15 @@ for ranks in 2 4; do
     done
   done
 done
-python3 - "$out" "$rounds" <<'PY'
+python3 - "$out" "$rounds" ${RANKS:-2 4} <<'PY'
 import json, statistics, sys
-out, rounds = sys.argv[1], int(sys.argv[2])
+out, rounds, worlds = sys.argv[1], int(sys.argv[2]), [int(w) for w in sys.argv[3:]]
 def run(ranks, chunks, r):
     m = json.load(open(f"{out}/r{ranks}-c{chunks}-{r}.json"))["moe"]
     return statistics.median(m["step_seconds"][2:]) * 1e3, statistics.median(m["alltoall_seconds_per_step"][2:]) * 1e3
 print("| ranks | ep | --moe-chunks | step (ms), median of rounds | spread (min-max) | all-to-all (ms) | share of step | hidden vs chunks 1 (median, range) |")
 print("| --- | --- | --- | --- | --- | --- | --- | --- |")
-for ranks in (2, 4):
+for ranks in worlds:
     base = [run(ranks, 1, r) for r in range(1, rounds + 1)]
     for chunks in (1, 2, 4):
         got = [run(ranks, chunks, r) for r in range(1, rounds + 1)]
