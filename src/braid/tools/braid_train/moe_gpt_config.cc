@@ -46,7 +46,7 @@ void refuse_unsupported(const TrainConfig& c) {
     throw InvalidArgument({.op = "braid-train --model moe-gpt"}, fmt::format("{} with --model moe-gpt: {}", flag, why));
   };
   const char* mesh = "the MoE trainer is data-parallel with expert parallelism (--ep); an ep axis on the dp x pp x tp "
-                     "mesh is not built yet";
+                     "mesh is not built yet (docs/moe.md draws the layout planned for it)";
   if (c.tp > 1) refuse("--tp", mesh);
   if (c.pp > 1) refuse("--pp", mesh);
   if (c.dropout > 0) refuse("--dropout", mesh);
