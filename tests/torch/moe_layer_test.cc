@@ -54,6 +54,7 @@ TEST(MoeLayerTest, BadLayersFailOnEveryRank) {
   expect_refused("not-divisible", "InvalidArgument", "experts (3) must be divisible by the EP group size (2)");
   expect_refused("capacity", "InvalidArgument", "capacity factor must be > 0");
   expect_refused("experts-disagree", "Mismatch", "ranks disagree on experts: rank 0 has 4, rank 1 has 6");
+  expect_refused("backward-twice", "InvalidArgument", "backward ran twice through one forward");
 }
 
 }  // namespace

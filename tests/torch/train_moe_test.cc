@@ -68,7 +68,7 @@ TEST_F(TrainMoeTest, ExpertParallelTrainsLikeEp1On2And4Ranks) {
     EXPECT_GT(dropped, 0) << "capacity factor 0.5 must drop tokens";
     EXPECT_EQ(run.count("MoE: ep 2, 4 experts, top-2"), 1) << run.output;
   }
-  // The pipelined exchange (experts recomputed in backward) trains the same model.
+  // The pipelined exchange (forward and backward chunked) trains the same model.
   std::vector<std::string> pipelined = args(2, "ep2-chunks2");
   pipelined.insert(pipelined.end(), {"--moe-chunks", "2"});
   expect_success(train(2, pipelined));
@@ -93,6 +93,7 @@ TEST_F(TrainMoeTest, WhatTheMoeTrainerDoesNotCombineWithIsRefused) {
   };
   std::vector<Case> cases = {
       {{"--model", "moe-gpt", "--ep", "2", "--tp", "2"}, "--tp with --model moe-gpt: the MoE trainer is data-parallel"},
+      {{"--model", "moe-gpt", "--ep", "2", "--pp", "2"}, "--pp with --model moe-gpt: the MoE trainer is data-parallel"},
       {{"--model", "moe-gpt", "--ep", "2", "--experts", "3"}, "--experts 3: must be at least 1 and divisible by --ep 2"},
       {{"--model", "moe-gpt", "--ep", "3"}, "--ep 3: must be at least 1 and divide the world size 2"},
       {{"--model", "moe-gpt", "--capacity-factor", "0"}, "--capacity-factor 0: must be a finite number > 0, or `dropless`"},

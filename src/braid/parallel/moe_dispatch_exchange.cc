@@ -124,10 +124,10 @@ void MoeDispatcher::undispatch(const MoeDispatchPlan& plan, const void* grad_exp
 // thread computes: chunk c's experts overlap chunk c + 1's transfer, and chunk c's reverse
 // exchange, queued behind the forward ones, overlaps the later chunks' compute. Every rank
 // queues the same exchanges in the same order (F0 .. F(C-1), R0 .. R(C-1)), as the ordering
-// contract requires.
-void MoeDispatcher::run(const MoeDispatchPlan& plan, const void* tokens, const float* gates,
-                        const MoeExpertFunction& experts, void* out) {
-  check_plan(plan, "moe run");
+// contract requires. source_row names the source row of each send row (tokens or choices);
+// the returned rows are left in back_ (send-buffer order).
+void MoeDispatcher::pipeline(const MoeDispatchPlan& plan, const void* source, std::span<const std::int64_t> source_row,
+                             const MoeExpertFunction& experts) {
   const std::int64_t rb = row_bytes();
   const std::int64_t rows = plan.layout.recv_rows();
   std::byte* send = grown(send_, plan.layout.send_rows() * rb);
@@ -136,7 +136,7 @@ void MoeDispatcher::run(const MoeDispatchPlan& plan, const void* tokens, const f
   std::byte* result = grown(expert_out_, rows * rb);
   std::byte* staging = grown(ret_, rows * rb);
   std::byte* back = grown(back_, plan.layout.send_rows() * rb);
-  moe_rows::gather(tokens, plan.token_of_send_row, rb, send);
+  moe_rows::gather(source, source_row, rb, send);
   PendingWorks forward_works, reverse_works;
   for (int c = 0; c < plan.chunks(); ++c) {
     forward_works.add(exchange_chunk(group_, plan.layout.chunk(c), spec_.hidden, spec_.dtype, send, recv, false));
@@ -156,8 +156,29 @@ void MoeDispatcher::run(const MoeDispatchPlan& plan, const void* tokens, const f
   }
   forward_works.wait_all();
   reverse_works.wait_all();
-  moe_rows::weighted_sum(spec_.dtype, back, plan.send_row_of_choice, gates, plan.routing.tokens, spec_.top_k,
+}
+
+void MoeDispatcher::run(const MoeDispatchPlan& plan, const void* tokens, const float* gates,
+                        const MoeExpertFunction& experts, void* out) {
+  check_plan(plan, "moe run");
+  pipeline(plan, tokens, plan.token_of_send_row, experts);
+  moe_rows::weighted_sum(spec_.dtype, back_.data(), plan.send_row_of_choice, gates, plan.routing.tokens, spec_.top_k,
                          spec_.hidden, out);
+}
+
+void MoeDispatcher::run_choices(const MoeDispatchPlan& plan, const void* tokens, const MoeExpertFunction& experts,
+                                void* choice_rows) {
+  check_plan(plan, "moe run_choices");
+  pipeline(plan, tokens, plan.token_of_send_row, experts);
+  moe_rows::scatter_choices(back_.data(), plan.send_row_of_choice, row_bytes(), choice_rows);
+}
+
+void MoeDispatcher::run_backward(const MoeDispatchPlan& plan, const void* grad_choice_rows,
+                                 const MoeExpertFunction& expert_backward, void* grad_tokens) {
+  check_plan(plan, "moe run_backward");
+  pipeline(plan, grad_choice_rows, plan.choice_of_send_row, expert_backward);
+  moe_rows::weighted_sum(spec_.dtype, back_.data(), plan.send_row_of_choice, nullptr, plan.routing.tokens,
+                         spec_.top_k, spec_.hidden, grad_tokens);
 }
 
 }  // namespace braid::parallel

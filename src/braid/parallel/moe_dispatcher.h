@@ -14,7 +14,9 @@
 // chunk count, bit for bit: chunking moves rows, never changes the arithmetic on one.
 //
 // For autograd (the LibTorch layer wraps these): the forward is plan, dispatch, experts,
-// combine (or run); the backward reverses each exchange with the same plan:
+// combine (or run / run_choices); the backward reverses each exchange with the same plan
+// (pipelined: run_backward, dispatch_choices and undispatch chunk by chunk around the experts'
+// backward):
 //   d combine / d expert output   = dispatch_choices(plan, gate x grad_out per choice)
 //   d combine / d gate[t, j]      = <grad_out[t], return_rows(plan, expert output)[t k + j]>
 //   d dispatch / d tokens         = undispatch(plan, grad expert input)
@@ -124,11 +126,24 @@ class MoeDispatcher {
   // plan.chunks() (above). out: plan.routing.tokens rows.
   void run(const MoeDispatchPlan& plan, const void* tokens, const float* gates, const MoeExpertFunction& experts,
            void* out);
+  // Collective: run() without the gate-weighted sum: one row per choice at the token's rank
+  // (return_rows of the experts' output, zeros for dropped choices), for an autograd layer
+  // that needs those rows for the gates' gradient. Pipelined over plan.chunks().
+  void run_choices(const MoeDispatchPlan& plan, const void* tokens, const MoeExpertFunction& experts,
+                   void* choice_rows);
+  // Collective, the pipelined backward: dispatch_choices(grad_choice_rows) chunk by chunk,
+  // `expert_backward` on each chunk as it arrives (input: d expert output rows, output: d expert
+  // input rows), undispatch of each chunk's results as soon as they are ready. Equal, bit for
+  // bit, to undispatch(expert_backward(dispatch_choices(rows))) for every chunk count.
+  void run_backward(const MoeDispatchPlan& plan, const void* grad_choice_rows, const MoeExpertFunction& expert_backward,
+                    void* grad_tokens);
 
  private:
   std::int64_t row_bytes() const { return spec_.hidden * static_cast<std::int64_t>(dtype_size(spec_.dtype)); }
   void forward(const MoeDispatchPlan& plan, const void* source, std::span<const std::int64_t> source_row, void* expert_input);
   void reverse(const MoeDispatchPlan& plan, const void* expert_rows);  // -> back_
+  void pipeline(const MoeDispatchPlan& plan, const void* source, std::span<const std::int64_t> source_row,
+                const MoeExpertFunction& experts);  // -> back_
   void check_plan(const MoeDispatchPlan& plan, const char* op) const;
   void check_peer_headers(std::span<const std::int64_t> recv, std::int64_t message, int chunks) const;
   static void index_send_rows(MoeDispatchPlan& plan, std::span<const std::int32_t> expert_ids);

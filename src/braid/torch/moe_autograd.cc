@@ -64,10 +64,7 @@ struct Combine : public ::torch::autograd::Function<Combine> {
     timed(context, [&] { context.dispatcher->return_rows(plan, rows.data_ptr(), choice_rows.data_ptr()); });
     Tensor per_choice = choice_rows.view({tokens, k, rows.size(-1)});
     ctx->save_for_backward({per_choice, gates});
-    // j in order, from the first choice: the dispatcher's combine order (moe_dispatcher.h).
-    Tensor out = per_choice.select(1, 0) * gates.select(1, 0).unsqueeze(-1);
-    for (std::int64_t j = 1; j < k; ++j) out = out + per_choice.select(1, j) * gates.select(1, j).unsqueeze(-1);
-    return out;
+    return moe_gate_weighted_sum(per_choice, gates);
   }
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     const MoeExchangeContext& context = kept(ctx);
@@ -86,6 +83,15 @@ struct Combine : public ::torch::autograd::Function<Combine> {
 };
 
 }  // namespace
+
+Tensor moe_gate_weighted_sum(const Tensor& per_choice, const Tensor& gates) {
+  // j in order, from the first choice: the dispatcher's combine order (moe_dispatcher.h).
+  Tensor out = per_choice.select(1, 0) * gates.select(1, 0).unsqueeze(-1);
+  for (std::int64_t j = 1; j < per_choice.size(1); ++j) {
+    out = out + per_choice.select(1, j) * gates.select(1, j).unsqueeze(-1);
+  }
+  return out;
+}
 
 Tensor moe_dispatch(const Tensor& x, const MoeExchangeContext& context) { return Dispatch::apply(x, context); }
 

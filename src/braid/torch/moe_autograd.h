@@ -44,5 +44,9 @@ struct MoeExchangeContext {
 // expert_output: [plan.expert_rows(), H], gates: [T, k] -> [T, H].
 ::torch::Tensor moe_combine(const ::torch::Tensor& expert_output, const ::torch::Tensor& gates,
                             const MoeExchangeContext& context);
+// per_choice: [T, k, H], gates: [T, k] -> sum_j gates[t, j] per_choice[t, j] (j in order, from
+// the first choice: the dispatcher's combine order), no exchange. moe_combine's forward and the
+// pipelined path's (moe_pipelined.h) share it so that both compute the same bits.
+::torch::Tensor moe_gate_weighted_sum(const ::torch::Tensor& per_choice, const ::torch::Tensor& gates);
 
 }  // namespace braid::torch

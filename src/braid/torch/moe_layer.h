@@ -51,8 +51,9 @@ struct MoeLayerOptions {
   double aux_loss_coef = 0.01;  // load-balancing loss weight in auxiliary_loss() (Switch: 0.01)
   double z_loss_coef = 0;       // router z-loss weight (ST-MoE: 0.001); 0 leaves it out
   // Payload chunks of the exchange, the same on every rank: 1 the unpipelined autograd
-  // functions (moe_autograd.h); > 1 Tutel's pipelined run with the experts recomputed in
-  // backward (moe_pipelined.h: one more reverse exchange per backward).
+  // functions (moe_autograd.h); > 1 Tutel's pipelined exchange in forward and backward
+  // (moe_pipelined.h: the same bytes, each chunk's expert compute or backward overlapping the
+  // next chunk's transfer).
   int chunks = 1;
 };
 

@@ -1,20 +1,25 @@
-// The MoE layer's pipelined path (MoeLayerOptions::chunks > 1): the forward is
-// MoeDispatcher::run (Tutel's pipelining: the experts compute on chunk c while chunk c + 1 is
-// on the wire, each chunk's results start back as soon as they are ready), whose experts run
-// without a graph; the backward recomputes them with one (activation recomputation, as
-// checkpointing does), then exchanges as the unpipelined path does:
+// The MoE layer's pipelined path (MoeLayerOptions::chunks > 1), both directions chunked
+// (Tutel's pipelining):
 //
-//   forward:  run(plan, x, gates, experts)                      dispatch + reverse, chunked
-//   backward: y = experts(saved inputs), with a graph             recomputation
-//             return_rows(y) -> d gates = <grad_out, y(t, j)>     one more reverse exchange
-//             dispatch_choices(gates x grad_out) -> d y, backward through the experts
-//             undispatch(d expert input) -> d x
+//   forward:  run_choices(plan, x, experts)      chunk c's experts compute (with a graph) while
+//                                                chunk c + 1 is on the wire; one row per choice back
+//             out[t] = sum_j gates[t, j] y(t, j) locally, as moe_combine does
+//   backward: d gates[t, j] = <grad_out[t], y(t, j)> from the rows kept in the forward
+//             run_backward(plan, gates x grad_out)  chunk c's expert backward (through the graph
+//                                                kept from the forward) while chunk c + 1's
+//                                                gradient is on the wire; each chunk's input
+//                                                gradient starts back as soon as it is ready
 //
-// The price of overlapping the forward: one more reverse exchange (R H b) and the experts'
-// forward again in backward; the unpipelined path keeps the returned rows instead. Same
-// results per token as the unpipelined path (run's output equals dispatch / combine bit for
-// bit; docs/moe.md), expert parameter gradients accumulated by the nested backward (DDP's hooks
-// fire on them as usual).
+// So the pipelined path moves exactly the bytes of the unpipelined one (moe_autograd.h) and
+// computes the same per-row arithmetic; what differs is that an expert's parameter gradient is
+// summed chunk by chunk (one matmul per chunk, then accumulated) instead of over all its rows
+// at once, a float reassociation (tested within rtol 1e-4 against the unpipelined EP = 1 layer,
+// docs/moe.md). Each chunk's graph is kept from the forward to its backward (the activations the
+// unpipelined path keeps too) and released by the backward: a second backward through the same
+// forward (retain_graph) is refused with InvalidArgument. Each chunk's backward computes its
+// parameter gradients with autograd::grad (no accumulation); their sum over the chunks goes into
+// the experts' .grad once, at the end of the layer's backward, through autograd, so that each
+// parameter's grad-accumulator hooks (DDP's) fire once per backward as on the unpipelined path.
 #pragma once
 
 #include <torch/torch.h>

@@ -8,7 +8,8 @@
 //    documented rule, written out independently below, and the same per-token arithmetic:
 //    y = x a_e + b_e, out = sum_j g_j y_j left to right). The backward exchanges:
 //    return_rows(dispatch_choices(rows)) gives the kept rows back exactly (zeros for dropped),
-//    undispatch sums a token's copies. Drops happen where they should (the group's total > 0)
+//    undispatch sums a token's copies; the pipelined run_choices and run_backward equal
+//    dispatch + return_rows and dispatch_choices + undispatch bit for bit. Drops happen where they should (the group's total > 0)
 //    and dropless drops nothing. Bytes: AxisTraffic over the group for one forward and one
 //    backward, dropless, summed over the group, against ep x braid-plan's per-rank moe formulas
 //    (within 1%). At 4 ranks, two cases again on EP groups of two split from the world.
@@ -160,6 +161,9 @@ class MoeChecker {
   template <class T>
   void check_backward(MoeDispatcher& moe, const MoeDispatchPlan& plan, const std::vector<T>& x,
                       const std::vector<bool>& kept, const Case& c);
+  template <class T>
+  void check_pipelined_backward(MoeDispatcher& moe, const MoeDispatchPlan& plan, const std::vector<T>& x,
+                                const std::vector<T>& rows, const Case& c);
 
   Communicator& comm_;
   int failures_ = 0;
@@ -234,6 +238,37 @@ void MoeChecker::check_backward(MoeDispatcher& moe, const MoeDispatchPlan& plan,
     }
   }
   expect(sums, c.name + ": undispatch does not sum the token's copies");
+  check_pipelined_backward(moe, plan, x, rows, c);
+}
+
+// The pipelined primitives equal the unpipelined ones they replace, bit for bit, at this
+// plan's chunk count: run_choices = return_rows(experts(dispatch(x))), run_backward =
+// undispatch(experts(dispatch_choices(rows))) (the experts standing in for their backward).
+template <class T>
+void MoeChecker::check_pipelined_backward(MoeDispatcher& moe, const MoeDispatchPlan& plan, const std::vector<T>& x,
+                                          const std::vector<T>& rows, const Case& c) {
+  std::vector<T> expert_in(static_cast<std::size_t>(plan.expert_rows() * kHidden)), expert_out(expert_in.size());
+  auto all_experts = [&] {
+    for (int ch = 0; ch < plan.chunks(); ++ch) {
+      apply_experts<T>({.first_expert = moe.first_local_expert(), .expert_offsets = plan.layout.chunk(ch).expert_offsets,
+                        .input = expert_in.data(), .output = expert_out.data(), .hidden = kHidden});
+    }
+  };
+  moe.dispatch(plan, x.data(), expert_in.data());
+  all_experts();
+  std::vector<T> want_choices(rows.size(), T(-3)), got_choices(rows.size(), T(-5));
+  moe.return_rows(plan, expert_out.data(), want_choices.data());
+  moe.run_choices(plan, x.data(), apply_experts<T>, got_choices.data());
+  expect(same_bytes(got_choices.data(), want_choices.data(), rows.size() * sizeof(T)),
+         c.name + ": run_choices with " + std::to_string(plan.chunks()) + " chunks differs from dispatch + return_rows");
+  moe.dispatch_choices(plan, rows.data(), expert_in.data());
+  all_experts();
+  std::vector<T> want_grad(x.size(), T(-3)), got_grad(x.size(), T(-5));
+  moe.undispatch(plan, expert_out.data(), want_grad.data());
+  moe.run_backward(plan, rows.data(), apply_experts<T>, got_grad.data());
+  expect(same_bytes(got_grad.data(), want_grad.data(), x.size() * sizeof(T)),
+         c.name + ": run_backward with " + std::to_string(plan.chunks()) +
+             " chunks differs from dispatch_choices + undispatch");
 }
 
 // One forward (run) and one backward (dispatch_choices + undispatch) of a dropless layer,

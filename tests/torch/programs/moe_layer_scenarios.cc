@@ -10,7 +10,8 @@
 //       Outputs, losses, drop counts and every parameter's gradient (expert i of this rank
 //       against expert first + i of the reference) must match.
 //   braid-moe-layer-rank bad --case not-divisible|capacity|experts-disagree   the layer's
-//       constructor refuses, on every rank.
+//       constructor refuses, on every rank; backward-twice: a second backward through one
+//       pipelined forward is refused, on every rank.
 // Prints "PASS <check> ..." / "FAIL <check> ..." and "PASS <scenario> (rank r)" at the end; a
 // braid::Error is printed as "ERROR <kind>: <message>" after which every rank meets at a barrier.
 #include <torch/torch.h>
@@ -159,11 +160,26 @@ void equal(Communicator& world, int ep) {
   }
 }
 
+// The pipelined layer releases each chunk's graph in its backward: a second backward through
+// the same forward (retain_graph) is refused on every rank, not computed from freed activations.
+void backward_twice(Communicator& world, bt::MoeLayerOptions o) {
+  o.chunks = 2;
+  torch::manual_seed(kSeed);
+  bt::MoeLayer layer(world, o);
+  Tensor x = torch::randn({6, kHidden}).requires_grad_(true);
+  Tensor loss = layer->forward(x).square().sum();
+  loss.backward({}, /*retain_graph=*/true);
+  check(x.grad().defined(), "backward-twice: the first backward ran");
+  loss.backward();
+  check(false, "bad backward-twice was accepted");
+}
+
 void bad(Communicator& world, const std::string& which) {
   bt::MoeLayerOptions o{.experts = 2 * world.size(), .top_k = 1, .hidden = kHidden, .ffn = kFfn};
   if (which == "not-divisible") o.experts = world.size() + 1;
   else if (which == "capacity") o.capacity_factor = 0;
   else if (which == "experts-disagree") o.experts += world.rank() == world.size() - 1 ? world.size() : 0;
+  else if (which == "backward-twice") return backward_twice(world, o);
   else throw braid::InvalidArgument({.op = "braid-moe-layer-rank"}, "unknown case " + which);
   bt::MoeLayer layer(world, o);
   check(false, "bad " + which + " was accepted");

@@ -34,7 +34,7 @@ void add_moe_flags(CLI::App& app, MoeTrainConfig& c) {
   app.add_option("--aux-loss-coef", c.aux_loss_coef, "moe-gpt: load-balancing loss weight")->capture_default_str();
   app.add_option("--z-loss-coef", c.z_loss_coef, "moe-gpt: router z-loss weight (0: none)")->capture_default_str();
   app.add_option("--moe-chunks", c.chunks,
-                 "moe-gpt: the all-to-all in N pipelined chunks (experts recomputed in backward); 1: unpipelined")
+                 "moe-gpt: the all-to-all in N pipelined chunks, forward and backward; 1: unpipelined")
       ->capture_default_str();
 }
 
@@ -46,7 +46,7 @@ void refuse_unsupported(const TrainConfig& c) {
     throw InvalidArgument({.op = "braid-train --model moe-gpt"}, fmt::format("{} with --model moe-gpt: {}", flag, why));
   };
   const char* mesh = "the MoE trainer is data-parallel with expert parallelism (--ep); an ep axis on the dp x pp x tp "
-                     "mesh is not built yet";
+                     "mesh is not built yet (docs/moe.md draws the layout planned for it)";
   if (c.tp > 1) refuse("--tp", mesh);
   if (c.pp > 1) refuse("--pp", mesh);
   if (c.dropout > 0) refuse("--dropout", mesh);

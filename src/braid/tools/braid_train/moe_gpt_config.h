@@ -11,8 +11,8 @@
 //                          error everywhere else (docs/moe.md), and a word cannot be mistaken
 //   --aux-loss-coef A      load-balancing loss weight (>= 0)
 //   --z-loss-coef Z        router z-loss weight (>= 0; 0 leaves it out)
-//   --moe-chunks C         the exchange in C pipelined chunks (Tutel; > 1 recomputes the experts
-//                          in backward: torch/moe_pipelined.h); 1 unpipelined
+//   --moe-chunks C         the exchange in C pipelined chunks (Tutel), forward and backward
+//                          (torch/moe_pipelined.h); 1 unpipelined
 #pragma once
 
 #include <string>
