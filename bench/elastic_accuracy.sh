@@ -4,15 +4,18 @@
 # difference in points, the steps lost, and the recovery time measured from the kill (this
 # script's clock) to the first step the survivors completed after it (the trainer's recovery
 # line carries that step's wall-clock time). Prints one table; logs stay in KEEP_DIR when set.
+# --rejoin: braid-run --max-restarts 1 starts the victim's program again, which rejoins at a step
+# boundary (braid-train --rejoin-wait 20); adds the newcomer's seconds from its process's start
+# to its first completed step, and the final world (docs/reliability.md#rejoin).
 #
 # Usage: bench/elastic_accuracy.sh [--ranks 4] [--victim 2] [--model mlp] [--epochs 2]
-#        [--train-samples 20000] [--batch 120] [--seed 1]
+#        [--train-samples 20000] [--batch 120] [--seed 1] [--rejoin]
 # Environment: BUILD_DIR (default build), KEEP_DIR, RUN_TIMEOUT (seconds per run, default 3600),
 #   REUSE=1 (with KEEP_DIR: keep an undisturbed run already there, with the same flags).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=${BUILD_DIR:-build}/bin
-ranks=4 victim=2 model=mlp epochs=2 train_samples=20000 batch=120 seed=1
+ranks=4 victim=2 model=mlp epochs=2 train_samples=20000 batch=120 seed=1 rejoin=0
 run_timeout=${RUN_TIMEOUT:-3600}
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -23,7 +26,8 @@ while [ $# -gt 0 ]; do
     --train-samples) train_samples=$2; shift 2 ;;
     --batch) batch=$2; shift 2 ;;
     --seed) seed=$2; shift 2 ;;
-    -h|--help) sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --rejoin) rejoin=1; shift ;;
+    -h|--help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -59,8 +63,10 @@ children_of() {  # PID: the pids whose parent it is
 
 # The kill lands between 20% and 70% of the undisturbed run's length after training starts.
 delay=$(/usr/bin/python3 -c "import random; random.seed($seed); print(round($undisturbed_s * random.uniform(0.2, 0.7), 2))")
-timeout "$run_timeout" "$bin/braid-run" -n "$ranks" --elastic "${train[@]}" --json "$work/killed.json" \
-  > "$work/killed.log" 2>&1 &
+launch=(--elastic) extra=()
+[ "$rejoin" = 1 ] && { launch+=(--max-restarts 1); extra=(--rejoin-wait 20); }
+timeout "$run_timeout" "$bin/braid-run" -n "$ranks" "${launch[@]}" "${train[@]}" "${extra[@]}" \
+  --json "$work/killed.json" > "$work/killed.log" 2>&1 &
 guard=$!
 until grep -q 'steps per epoch' "$work/killed.log"; do sleep 0.2; done
 sleep "$delay"
@@ -84,3 +90,9 @@ printf '%-34s %+.2f\n' "difference, points" "$(echo "$acc_k - $acc_u" | bc)"
 printf '%-34s %s\n' "killed at (s after training began)" "$delay"
 printf '%-34s %s\n' "event" "$(figure "$work/killed.json" 'd["elastic_events"][0]')"
 printf '%-34s %s\n' "kill -> first step after, s" "$(printf '%.2f' "$(echo "$recovered_at - $killed_at" | bc)")"
+if [ "$rejoin" = 1 ]; then
+  first=$(sed -n 's/.*member [0-9]*: first step (step \([0-9]*\)) completed \([0-9.]*\) s after its process started.*/\2 (step \1)/p' "$work/killed.log" | head -1)
+  [ -n "$first" ] || { echo "no newcomer's first-step line in the log" >&2; cat "$work/killed.log" >&2; exit 1; }
+  printf '%-34s %s\n' "rejoin event" "$(figure "$work/killed.json" 'd["elastic_events"][-1]')"
+  printf '%-34s %s\n' "newcomer start -> first step, s" "$first"
+fi

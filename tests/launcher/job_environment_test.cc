@@ -41,14 +41,17 @@ TEST(RankEnvironment, SetsEveryLauncherVariable) {
   EXPECT_THAT(env, Contains("BRAID_MASTER_PORT=29500"));
   EXPECT_THAT(env, Contains("BRAID_JOB_TOKEN=tok"));
   EXPECT_THAT(env, Contains("BRAID_JOB_ID=abc"));
-  EXPECT_EQ(env.size(), launcher_variables().size() - 1);  // all but BRAID_ELASTIC, set only with --elastic
+  // All but BRAID_ELASTIC (set only with --elastic) and BRAID_ELASTIC_JOIN (only for a restarted rank).
+  EXPECT_EQ(env.size(), launcher_variables().size() - 2);
 }
 
 TEST(RankEnvironment, ElasticSetsMinRanksAndAPlainJobDropsAnInheritedOne) {
   EXPECT_THAT(rank_environment({}, {}, sample_job(), 0, 4, 3), Contains("BRAID_ELASTIC=3"));
-  std::vector<std::string> base{"BRAID_ELASTIC=2", "HOME=/root"};
+  std::vector<std::string> base{"BRAID_ELASTIC=2", "BRAID_ELASTIC_JOIN=new", "HOME=/root"};
   std::vector<std::string> env = rank_environment(base, {}, sample_job(), 0, 4);
   EXPECT_THAT(env, Not(Contains(::testing::StartsWith("BRAID_ELASTIC="))));
+  // An inherited newcomer flag would make every rank of the job try to join it.
+  EXPECT_THAT(env, Not(Contains(::testing::StartsWith("BRAID_ELASTIC_JOIN="))));
   EXPECT_THAT(env, Contains("HOME=/root"));
 }
 

@@ -20,7 +20,7 @@ constexpr std::array kBraidVariables{
     kTimeout, kPeerTimeout, kTransport, kTls, kHostId,    kBindAddr,       kSpinUs,      kShmRingBytes,  kShmChunkBytes, kShmSliceBytes, kKernels, kLogLevel,
     kAlgoAllreduce, kAlgoAllgather, kAlgoReduceScatter, kAlgoBroadcast, kAlgoReduce, kAlgoGather, kAlgoScatter,
     kAlgoAlltoall, kAlgoAlltoallv, kFault, kTuningFile, kCompressHostStriped, kChecksum, kTrace, kBlasRestarted,
-    kElastic, kElasticSettle,
+    kElastic, kElasticSettle, kElasticJoin,
 };
 
 constexpr std::array kForeignVariables{

@@ -115,6 +115,7 @@ inline constexpr Variable kElastic{"BRAID_ELASTIC", "", "set by braid-run --elas
     integer(1, kMaxInt)};
 inline constexpr Variable kElasticSettle{"BRAID_ELASTIC_SETTLE", "3", "elastic recovery: seconds the first survivor to notice a loss waits for the others to report before the membership is decided",
     number(0, 3600)};
+inline constexpr Variable kElasticJoin{"BRAID_ELASTIC_JOIN", "", "a newcomer to a running elastic job: 'new' (take a fresh member id from the store; a process started by hand) or the id braid-run --max-restarts took for it; it joins at the next step boundary"};
 inline constexpr Variable kTuningFile{"BRAID_TUNING_FILE", "", "JSON tuning file (braid-bench --tune) consulted before the built-in table"};
 inline constexpr Variable kTrace{"BRAID_TRACE", "", "directory every rank writes its trace file into (unset: no tracing)"};
 inline constexpr Variable kBlasRestarted{"BRAID_BLAS_RESTARTED", "", "set by braid-train when it restarted itself with OPENBLAS_CORETYPE: the core OpenBLAS had picked (also prevents a second restart)"};

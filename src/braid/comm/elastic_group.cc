@@ -20,7 +20,7 @@ std::shared_ptr<StoreClient> connect_store(const RankInfo& info) {
 
 }  // namespace
 
-ElasticGroup ElasticGroup::join() {
+ElasticGroup ElasticGroup::open_store() {
   std::optional<long long> min_ranks = env::get_int_if_set(env::kElastic);
   if (!min_ranks) {
     throw InvalidArgument({.op = "elastic join"},
@@ -29,9 +29,65 @@ ElasticGroup ElasticGroup::join() {
   }
   RankInfo info = discover_rank_info();
   std::shared_ptr<StoreClient> store = connect_store(info);
-  ElasticGroup group(std::move(info), static_cast<int>(*min_ranks), std::move(store));
+  return ElasticGroup(std::move(info), static_cast<int>(*min_ranks), std::move(store));
+}
+
+ElasticGroup ElasticGroup::join() {
+  ElasticGroup group = open_store();
   group.connect();
   return group;
+}
+
+bool ElasticGroup::is_newcomer() { return env::get(env::kElasticJoin).has_value(); }
+
+std::optional<ElasticGroup> ElasticGroup::join_running(const std::function<void()>& prepare) {
+  ElasticGroup group = open_store();
+  // The job's injected fault was meant for its first generation, as after a shrink.
+  ::unsetenv(std::string(env::kFault.name).c_str());
+  const std::string join = env::get(env::kElasticJoin).value_or("new");
+  const Deadline deadline = Deadline::from_env();
+  if (join == "new") {
+    group.info_.rank = allocate_member_id(*group.store_, deadline);
+  } else {
+    std::optional<long long> id = env::get_int_if_set(env::kElasticJoin);
+    if (!id || *id < 0) {
+      throw InvalidArgument({.op = "elastic join"},
+                            fmt::format("BRAID_ELASTIC_JOIN='{}': expected 'new' or a member id >= 0", join));
+    }
+    group.info_.rank = static_cast<int>(*id);
+  }
+  prepare();
+  announce_newcomer(*group.store_, group.id(), deadline);
+  std::optional<Membership> admitted = await_admission(*group.store_, group.id(), deadline);
+  if (!admitted) return std::nullopt;
+  group.membership_ = *admitted;
+  log::info("member {}: admitted to {}", group.id(), group.membership_.describe());
+  group.connect();
+  return group;
+}
+
+std::int64_t ElasticGroup::announced_count() { return braid::announced_count(*store_, Deadline::from_env()); }
+
+std::int64_t ElasticGroup::ids_taken() { return braid::ids_taken(*store_, Deadline::from_env()); }
+
+const Membership& ElasticGroup::admit(std::int64_t step, std::int64_t announced) {
+  comm_.reset();
+  membership_ = admit_newcomers(*store_, membership_, id(), step, announced, Deadline::from_env());
+  if (membership_.rank_of(id()) < 0) {
+    throw PeerLost({.op = "elastic admit"},
+                   fmt::format("member {} was left out of {}: a loss was decided while it admitted newcomers", id(),
+                               membership_.describe()));
+  }
+  connect();
+  return membership_;
+}
+
+void ElasticGroup::close() {
+  try {
+    store_->set(kClosedKey, "1", Deadline::after(Seconds(5)));
+  } catch (const Error& e) {
+    log::warn("member {}: could not tell waiting newcomers the job finished: {}", id(), e.what());
+  }
 }
 
 ElasticGroup::ElasticGroup(RankInfo info, int min_ranks, std::shared_ptr<StoreClient> store)

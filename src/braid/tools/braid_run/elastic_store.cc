@@ -5,9 +5,13 @@
 
 namespace braid::launcher {
 
-ElasticStore::ElasticStore(const JobIdentity& identity)
+ElasticStore::ElasticStore(const JobIdentity& identity, int world_size)
     : server_(identity.master_addr, static_cast<std::uint16_t>(identity.master_port), identity.job_token),
-      client_(identity.master_addr, server_.port(), identity.job_token, /*rank=*/-1) {}
+      client_(identity.master_addr, server_.port(), identity.job_token, /*rank=*/-1) {
+  client_.add(kNextIdKey, world_size, Deadline::after(Seconds(5)));
+}
+
+int ElasticStore::allocate_member_id() { return braid::allocate_member_id(client_, Deadline::after(Seconds(5))); }
 
 void ElasticStore::declare_dead(int rank) {
   try {

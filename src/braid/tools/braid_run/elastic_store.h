@@ -12,8 +12,12 @@ namespace braid::launcher {
 
 class ElasticStore {
  public:
-  // Listens on the job's master address and port, with its token.
-  explicit ElasticStore(const JobIdentity& identity);
+  // Listens on the job's master address and port, with its token. Newcomers' member ids
+  // start at `world_size` (bootstrap/membership.h).
+  ElasticStore(const JobIdentity& identity, int world_size);
+
+  // A fresh member id for a restarted process (--max-restarts): never its old one.
+  int allocate_member_id();
 
   // Publishes that the process of rank `rank` has ended (bootstrap/membership.h's dead_member_key).
   void declare_dead(int rank);

@@ -14,7 +14,7 @@ namespace {
 
 constexpr std::array kLauncherVariables{
     env::kRank,       env::kWorldSize,  env::kLocalRank, env::kLocalWorldSize,
-    env::kMasterAddr, env::kMasterPort, env::kJobToken,  env::kJobId, env::kElastic,
+    env::kMasterAddr, env::kMasterPort, env::kJobToken,  env::kJobId, env::kElastic, env::kElasticJoin,
 };
 
 std::string_view key_of(std::string_view entry) { return entry.substr(0, entry.find('=')); }
@@ -67,7 +67,9 @@ std::vector<std::string> rank_environment(std::span<const std::string> base, std
   set_variable(out, env::kJobToken.name, job.job_token);
   set_variable(out, env::kJobId.name, job.job_id);
   // An inherited BRAID_ELASTIC would make a rank of a plain job wait for a store nobody serves.
-  std::erase_if(out, [](const std::string& entry) { return key_of(entry) == env::kElastic.name; });
+  std::erase_if(out, [](const std::string& entry) {
+    return key_of(entry) == env::kElastic.name || key_of(entry) == env::kElasticJoin.name;
+  });
   if (elastic_min_ranks > 0) set_variable(out, env::kElastic.name, std::to_string(elastic_min_ranks));
   return out;
 }

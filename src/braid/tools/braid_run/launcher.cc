@@ -57,6 +57,7 @@ class Job {
       : options_(options), signals_(signals), watch_(watch), elastic_(elastic) {}
 
   void start(const JobIdentity& identity);
+  void spawn(int local, int rank);
   // Runs until every rank has ended; returns braid-run's exit code.
   int supervise();
 
@@ -69,7 +70,7 @@ class Job {
   void handle_signals();
   void on_interrupt(int signal);
   void check_ranks();
-  void on_rank_lost(const RankProcess& rank, const ExitStatus& status);
+  void on_rank_lost(std::size_t index, const ExitStatus& status);
   void check_survivors();
   void check_deadlines();
   void check_other_nodes();
@@ -85,6 +86,10 @@ class Job {
   ElasticStore* elastic_;
   int succeeded_ = 0;  // ranks that exited 0 (--elastic: the job succeeds with --min-ranks of them)
   std::vector<RankProcess> ranks_;
+  std::vector<int> slots_;  // per entry of ranks_: the local slot it runs in (restarts reuse it)
+  int restarts_ = 0;        // --max-restarts used so far
+  JobIdentity identity_;
+  std::vector<std::string> base_environment_;
   std::vector<OutputForwarder> outputs_;
   Deadline job_deadline_ = Deadline::never();
   std::optional<int> exit_code_;  // set by the first reason to stop the job
@@ -93,27 +98,31 @@ class Job {
 };
 
 void Job::start(const JobIdentity& identity) {
+  identity_ = identity;
   if (options_.timeout_seconds) job_deadline_ = Deadline::after(Seconds(*options_.timeout_seconds));
-  const std::vector<std::string> base = current_environment();
-  const int local_size = options_.num_ranks;
-  ranks_.reserve(static_cast<std::size_t>(local_size));
-  for (int local = 0; local < local_size; ++local) {
-    // Node-major: on a single host global_rank() is the local rank.
-    const int rank = global_rank(options_, local);
-    RankLaunch launch{.rank = rank,
-                      .argv = options_.command,
-                      .environment = watch_ != nullptr
-                                         ? node_rank_environment(base, options_, identity, local)
-                                         : rank_environment(base, options_.extra_env, identity, rank, local_size,
-                                                            options_.elastic ? options_.min_ranks : 0),
-                      .capture_output = options_.prefix_output,
-                      .signal_mask = signals_.original_mask()};
-    RankProcess& process = ranks_.emplace_back(RankProcess::spawn(launch));
-    if (!options_.prefix_output) continue;
-    std::string prefix = fmt::format("[{}] ", rank);
-    outputs_.emplace_back(process.take_stdout(), STDOUT_FILENO, prefix);
-    outputs_.emplace_back(process.take_stderr(), STDERR_FILENO, prefix);
-  }
+  base_environment_ = current_environment();
+  ranks_.reserve(static_cast<std::size_t>(options_.num_ranks + options_.max_restarts));
+  // Node-major: on a single host global_rank() is the local rank.
+  for (int local = 0; local < options_.num_ranks; ++local) spawn(local, global_rank(options_, local));
+}
+
+// Starts local rank `local`'s program as `rank` (a restarted one: its fresh member id, passed
+// as BRAID_ELASTIC_JOIN; its other variables are its launch slot's).
+void Job::spawn(int local, int rank) {
+  const int slot = global_rank(options_, local);
+  std::vector<std::string> environment =
+      watch_ != nullptr ? node_rank_environment(base_environment_, options_, identity_, local)
+                        : rank_environment(base_environment_, options_.extra_env, identity_, slot, options_.num_ranks,
+                                           options_.elastic ? options_.min_ranks : 0);
+  if (rank != slot) set_variable(environment, env::kElasticJoin.name, std::to_string(rank));
+  RankLaunch launch{.rank = rank, .argv = options_.command, .environment = std::move(environment),
+                    .capture_output = options_.prefix_output, .signal_mask = signals_.original_mask()};
+  RankProcess& process = ranks_.emplace_back(RankProcess::spawn(launch));
+  slots_.push_back(local);
+  if (!options_.prefix_output) return;
+  std::string prefix = fmt::format("[{}] ", rank);
+  outputs_.emplace_back(process.take_stdout(), STDOUT_FILENO, prefix);
+  outputs_.emplace_back(process.take_stderr(), STDERR_FILENO, prefix);
 }
 
 int Job::supervise() {
@@ -181,7 +190,9 @@ void Job::on_interrupt(int signal) {
 }
 
 void Job::check_ranks() {
-  for (RankProcess& rank : ranks_) {
+  // By index: a restart (on_rank_lost) appends to ranks_.
+  for (std::size_t i = 0; i < ranks_.size(); ++i) {
+    RankProcess& rank = ranks_[i];
     if (rank.ended()) continue;
     std::optional<ExitStatus> status = rank.poll_exit();
     if (!status) continue;
@@ -190,7 +201,7 @@ void Job::check_ranks() {
       continue;
     }
     if (elastic_ && !stopping()) {
-      on_rank_lost(rank, *status);
+      on_rank_lost(i, *status);
       continue;
     }
     if (stopping()) {
@@ -212,11 +223,23 @@ void Job::check_ranks() {
 }
 
 // --elastic: the death is reported, to the user and to the survivors' membership agreement
-// (through the store), and the job goes on while at least --min-ranks ranks run.
-void Job::on_rank_lost(const RankProcess& rank, const ExitStatus& status) {
-  elastic_->declare_dead(rank.rank());
+// (through the store). With --max-restarts left the program starts again in the same slot as a
+// newcomer (a fresh member id); else the job goes on while at least --min-ranks ranks run.
+void Job::on_rank_lost(std::size_t index, const ExitStatus& status) {
+  const int lost = ranks_[index].rank();
+  elastic_->declare_dead(lost);
+  std::string reason = fmt::format("rank {} (pid {}) {}", lost, ranks_[index].pid(), status.describe());
+  if (restarts_ < options_.max_restarts) {
+    ++restarts_;
+    const int id = elastic_->allocate_member_id();
+    spawn(slots_[index], id);
+    announce(fmt::format("{}; --elastic: restarting it as member {} (pid {}; restart {} of --max-restarts {}), "
+                         "which rejoins at a step boundary",
+                         reason, id, ranks_.back().pid(), restarts_, options_.max_restarts));
+    return;
+  }
   const int left = running_count();
-  std::string reason = fmt::format("rank {} (pid {}) {}", rank.rank(), rank.pid(), status.describe());
+  if (options_.max_restarts > 0) reason += fmt::format(" (--max-restarts {} used up)", options_.max_restarts);
   if (left + succeeded_ >= options_.min_ranks) {
     announce(fmt::format("{}; --elastic: {} continue without it", reason, count_ranks(left)));
     return;
@@ -335,7 +358,7 @@ int run_job(const LauncherOptions& options) {
   if (!options.nodes.token_file.empty()) identity.job_token = read_token_file(options.nodes.token_file);
   ShmJanitor janitor(identity.job_id);
   std::optional<ElasticStore> elastic;
-  if (options.elastic) elastic.emplace(identity);
+  if (options.elastic) elastic.emplace(identity, options.num_ranks);
   Job job(options, signals, nullptr, elastic ? &*elastic : nullptr);
   job.start(identity);
   return job.supervise();

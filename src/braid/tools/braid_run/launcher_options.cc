@@ -48,6 +48,10 @@ void add_flags(CLI::App& app, Flags& flags) {
   app.add_option("--min-ranks", o.min_ranks,
                  "with --elastic: fail the job once fewer than this many ranks are left running")
       ->capture_default_str();
+  app.add_option("--max-restarts", o.max_restarts,
+                 "with --elastic: start a lost rank's program again, at most this many times in the job; the new "
+                 "process is a newcomer (a fresh member id, BRAID_ELASTIC_JOIN) that rejoins at a step boundary")
+      ->capture_default_str();
   app.add_flag("--no-prefix", flags.no_prefix, "pass rank output through unchanged, without \"[rank] \"");
   // No extra args: each --env takes one value, so `--env A=1 PROG` never swallows PROG.
   app.add_option("--env", o.extra_env, "KEY=VALUE added to every rank's environment (repeatable)")
@@ -106,6 +110,10 @@ std::string validate_launcher_options(const LauncherOptions& o) {
     return fmt::format("--min-ranks must be in 1..{} (-n), got {}", o.num_ranks, o.min_ranks);
   }
   if (o.min_ranks != 1 && !o.elastic) return "--min-ranks needs --elastic (without it one lost rank stops the job)";
+  if (o.max_restarts < 0) return fmt::format("--max-restarts must be >= 0, got {}", o.max_restarts);
+  if (o.max_restarts != 0 && !o.elastic) {
+    return "--max-restarts needs --elastic (a restarted process rejoins an elastic job at a step boundary)";
+  }
   if (o.elastic && o.nodes.num_nodes > 1) {
     return "--elastic runs on one host for now: across nodes the store is node 0's braid-run's, and a lost node's "
            "ranks are not reported to the survivors yet";

@@ -35,6 +35,9 @@ struct LauncherOptions {
   bool elastic = false;
   // --min-ranks (with --elastic): the job fails once fewer ranks are left running.
   int min_ranks = 1;
+  // --max-restarts (with --elastic): how many times in the job braid-run starts a lost rank's
+  // program again, as a newcomer with a fresh member id that rejoins at a step boundary.
+  int max_restarts = 0;
   // --nnodes, --node-rank, --token-file...: a job across nodes (node_options.h).
   NodeOptions nodes;
   // PROG ARGS...: PROG is looked up in PATH.

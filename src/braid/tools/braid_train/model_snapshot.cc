@@ -21,12 +21,23 @@ std::vector<::torch::Tensor> state_tensors(::torch::nn::Module& model) {
 ModelSnapshot take_snapshot(std::int64_t step, ::torch::nn::Module& model, ::torch::optim::Optimizer& optimizer) {
   ModelSnapshot snapshot{.step = step};
   for (const ::torch::Tensor& t : state_tensors(model)) snapshot.tensors.push_back(t.detach().clone());
+  snapshot.optimizer = serialize_optimizer(optimizer);
+  return snapshot;
+}
+
+std::string serialize_optimizer(::torch::optim::Optimizer& optimizer) {
   ::torch::serialize::OutputArchive archive;
   optimizer.save(archive);
   std::ostringstream bytes;
   archive.save_to(bytes);
-  snapshot.optimizer = bytes.str();
-  return snapshot;
+  return bytes.str();
+}
+
+void load_optimizer(::torch::optim::Optimizer& optimizer, const std::string& bytes) {
+  std::istringstream in(bytes);
+  ::torch::serialize::InputArchive archive;
+  archive.load_from(in);
+  optimizer.load(archive);
 }
 
 void restore_snapshot(const ModelSnapshot& snapshot, ::torch::nn::Module& model, ::torch::optim::Optimizer& optimizer) {
@@ -37,10 +48,7 @@ void restore_snapshot(const ModelSnapshot& snapshot, ::torch::nn::Module& model,
                                                                  snapshot.step, snapshot.tensors.size(), tensors.size()));
   }
   for (std::size_t i = 0; i < tensors.size(); ++i) tensors[i].copy_(snapshot.tensors[i]);
-  std::istringstream bytes(snapshot.optimizer);
-  ::torch::serialize::InputArchive archive;
-  archive.load_from(bytes);
-  optimizer.load(archive);
+  load_optimizer(optimizer, snapshot.optimizer);
 }
 
 void SnapshotPair::keep(ModelSnapshot snapshot) {

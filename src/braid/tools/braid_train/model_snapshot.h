@@ -22,6 +22,10 @@ ModelSnapshot take_snapshot(std::int64_t step, ::torch::nn::Module& model, ::tor
 // Copies the snapshot back into `model` and `optimizer` (the same objects it was taken from).
 void restore_snapshot(const ModelSnapshot& snapshot, ::torch::nn::Module& model, ::torch::optim::Optimizer& optimizer);
 
+// The optimizer's state as bytes and back (also what a newcomer receives: elastic_state_transfer.h).
+std::string serialize_optimizer(::torch::optim::Optimizer& optimizer);
+void load_optimizer(::torch::optim::Optimizer& optimizer, const std::string& bytes);
+
 // The last two snapshots: survivors may have completed one step more than others when a rank
 // is lost (a ring allreduce ends on some ranks before others), so the agreed step can be the
 // previous one.

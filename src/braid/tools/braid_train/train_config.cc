@@ -139,6 +139,16 @@ void add_train_flags(CLI::App& app, TrainConfig& c) {
                "under braid-run --elastic: when a rank dies the survivors agree on a smaller world, roll back to "
                "their in-memory copy of the last step every survivor completed, keep the global --batch and go on "
                "(DDP only; docs/reliability.md#elastic-recovery)");
+  app.add_option("--rejoin-wait", c.rejoin_wait,
+                 "with --elastic: seconds a step boundary waits for a newcomer that took a member id but has not "
+                 "announced yet (braid-run --max-restarts restarting a rank); 0: never wait, it joins when ready. "
+                 "Keep it below BRAID_TIMEOUT (docs/reliability.md#rejoin)")
+      ->check(CLI::Range(0.0, 3600.0));
+  app.add_option("--grow-to", c.grow_to,
+                 "with --elastic and --rejoin-wait: step boundaries also wait (up to --rejoin-wait each) for "
+                 "newcomers until the job has this many ranks, e.g. a job started small that ranks started by hand "
+                 "join (BRAID_ELASTIC_JOIN=new)")
+      ->check(CLI::Range(0, 1 << 20));
   app.add_flag("--allow-nonfinite-loss", c.allow_nonfinite_loss,
                "keep training when the loss becomes NaN or infinite (default: stop naming the step)");
   app.add_option("--pp", c.pp, "pipeline stages (the world is pp x data-parallel replicas)")->capture_default_str();
@@ -317,6 +327,8 @@ void validate(const TrainConfig& c, int world) {
   }
   if (c.elastic) {
     if (std::string why = elastic_refusal(c); !why.empty()) throw InvalidArgument({.op = "braid-train --elastic"}, why);
+  } else if (c.rejoin_wait > 0 || c.grow_to > 0) {
+    throw InvalidArgument({.op = "braid-train"}, "--rejoin-wait and --grow-to need --elastic (newcomers join elastic jobs)");
   }
   validate_gpt_size(c);
   validate_zero(c);

@@ -67,6 +67,8 @@ struct TrainConfig {
   std::int64_t inject_overflow = 0;  // fp16, testing: step whose gradient the last rank makes inf
   std::string param_storage = "compute";  // ZeRO's full/gathered parameters: compute (bf16 under bf16) | fp32
   bool elastic = false;              // survive a lost rank (braid-run --elastic; elastic_trainer.h)
+  double rejoin_wait = 0;            // --elastic: seconds a step boundary waits for a newcomer that is starting
+  int grow_to = 0;                   // --elastic with --rejoin-wait: boundaries wait for newcomers until this many ranks
   int max_gathered_units = 2;        // --zero 3: units gathered at once, prefetches included (>= 1)
   MoeTrainConfig moe;                // --model moe-gpt: --ep, --experts, --top-k, ... (moe_gpt_config.h)
 

@@ -135,7 +135,8 @@ nlohmann::json to_json(const RunSummary& s, const TrainConfig& c) {
   if (!s.elastic_events.empty()) {
     nlohmann::json events = nlohmann::json::array();
     for (const RunSummary::ElasticEvent& e : s.elastic_events) {
-      events.push_back({{"generation", e.generation}, {"lost", e.lost}, {"world_after", e.world_after},
+      events.push_back({{"generation", e.generation}, {"lost", e.lost}, {"joined", e.joined},
+                        {"world_after", e.world_after},
                         {"noticed_at_step", e.noticed_at_step}, {"resume_step", e.resume_step},
                         {"steps_lost", e.steps_lost}, {"recover_seconds", e.recover_seconds}});
     }

@@ -96,11 +96,12 @@ struct RunSummary {
   struct ElasticEvent {
     std::int64_t generation = 0;       // the generation the survivors formed
     std::vector<int> lost;             // member ids (launch ranks) no longer in it
+    std::vector<int> joined;           // newcomers' member ids admitted into it (a join: nothing lost)
     int world_after = 0;
     std::int64_t noticed_at_step = 0;  // steps completed when the loss was noticed
     std::int64_t resume_step = 0;      // the step the survivors rolled back to
     std::int64_t steps_lost = 0;       // steps trained again: the one in progress + those rolled back
-    double recover_seconds = 0;        // from noticing the loss to the first step completed after
+    double recover_seconds = 0;        // from noticing the loss (a join: deciding it) to the first step completed after
   };
   std::vector<ElasticEvent> elastic_events;
   std::optional<MoeRunFigures> moe;  // --model moe-gpt (moe_report.h)
