@@ -206,8 +206,9 @@ void MeshTrainer::build_stage() {
     if (replicated.count(item.value().unsafeGetTensorImpl())) replicated_names_.insert(item.key());
   }
   if (config_.zero == 3) {  // no DDP: the FullyShardedModule reduce-scatters (mesh_fully_sharded.h)
-    sharded_ = make_mesh_fully_sharded(mesh_->data_parallel(), config_, layers, partition_, stage_);
-    sharded_stage_ = std::make_unique<FullyShardedPipelineStage>(*stage_model_, *sharded_);
+    MeshFullySharded built = make_mesh_fully_sharded(mesh_->data_parallel(), config_, layers, partition_, stage_);
+    sharded_ = std::move(built.module);
+    sharded_stage_ = std::make_unique<FullyShardedPipelineStage>(*stage_model_, *sharded_, built);
   } else {
     build_data_parallel();
   }

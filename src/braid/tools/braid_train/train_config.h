@@ -68,6 +68,7 @@ struct TrainConfig {
   std::string param_storage = "compute";  // ZeRO's full/gathered parameters: compute (bf16 under bf16) | fp32
   bool elastic = false;              // survive a lost rank (braid-run --elastic; elastic_trainer.h)
   int max_gathered_units = 2;        // --zero 3: units gathered at once, prefetches included (>= 1)
+  int zero_unit_layers = 0;          // --zero 3 on the mesh: 0 = a unit per pipeline chunk, K = K layers with parameters
   MoeTrainConfig moe;                // --model moe-gpt: --ep, --experts, --top-k, ... (moe_gpt_config.h)
 
   bool is_gpt() const { return model == "gpt" || model == "gpt-small" || model == "moe-gpt"; }
