@@ -214,6 +214,7 @@ class FullyShardedModule {
   const parallel::GatherCounters& counters() const { return tracker_.counters(); }
   int unit_count() const { return static_cast<int>(units_.size()); }
   int max_gathered_units() const { return options_.max_gathered_units; }
+  ::torch::ScalarType parameter_dtype() const { return options_.parameter_dtype; }
   const ShardedUnit& unit(int u) const { return units_.at(static_cast<std::size_t>(u)).range; }
   // Bytes unit u's full buffer holds now (its StorageImpl's nbytes: 0 when freed).
   std::int64_t unit_storage_bytes(int u) const;

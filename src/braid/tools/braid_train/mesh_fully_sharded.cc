@@ -111,10 +111,16 @@ void average_replicated_shard_gradients(torch::FullyShardedModule& sharded, cons
 FullyShardedPipelineStage::FullyShardedPipelineStage(torch::SequentialStage& inner, torch::FullyShardedModule& sharded,
                                                      const MeshFullySharded& built)
     : inner_(inner), sharded_(sharded), chunk_units_(built.chunk_units), units_inside_chunks_(built.units_inside_chunks) {
-  if (!units_inside_chunks_) return;
-  inner_.set_chunk_runner([this](int chunk, const ::torch::Tensor& x) {
+  const ::torch::ScalarType dtype = sharded_.parameter_dtype();
+  if (!units_inside_chunks_ && dtype == ::torch::kFloat32) return;
+  // 16-bit storage: the residual stream is bf16 from the embeddings on (bf16 rows, bf16 adds), and
+  // crossed the pipeline widened to fp32; narrowed back (exactly) it meets bf16 LayerNorm weights
+  // in its dtype, as in one process. With chunk units the call's gather already holds the unit,
+  // so forward_units gathers nothing more.
+  inner_.set_chunk_runner([this, dtype](int chunk, const ::torch::Tensor& x) {
+    ::torch::Tensor input = x.is_floating_point() && dtype != ::torch::kFloat32 ? x.to(dtype) : x;
     return sharded_.forward_units(chunk_units_[static_cast<std::size_t>(chunk)],
-                                  chunk_units_[static_cast<std::size_t>(chunk) + 1], x);
+                                  chunk_units_[static_cast<std::size_t>(chunk) + 1], input);
   });
 }
 

@@ -169,14 +169,14 @@ void add_train_flags(CLI::App& app, TrainConfig& c) {
                  "fp32 | bf16 (forward under CPU autocast in bf16, gradients and ZeRO's parameter allgather in bf16 "
                  "on the wire, fp32 master weights) | fp16 (gradients and ZeRO's parameters in fp16 on the wire under "
                  "a dynamic loss scale; compute fp32: LibTorch 1.13 has no fp16 CPU matmul). On the mesh (--tp, --pp, "
-                 "--dropout; --zero 0|1) bf16 also moves the TP collectives in bf16; pipeline activations stay fp32")
+                 "--dropout; --zero 0|1|3) bf16 also moves the TP collectives in bf16; pipeline activations stay fp32")
       ->check(CLI::IsMember({"fp32", "bf16", "fp16"}))
       ->capture_default_str();
   app.add_option("--param-storage", c.param_storage,
-                 "with --zero 1|2|3 (data-parallel trainer): the dtype the full parameters (stages 1-2) and the "
-                 "gathered units (stage 3) are stored in. compute: the compute dtype, bf16 under --precision bf16 "
-                 "(only the rank's fp32 master shard stays 32-bit), fp32 otherwise (fp16 computes in fp32 on CPU; "
-                 "the mesh trainer keeps fp32); fp32: always fp32 (the 16-bit values held in fp32)")
+                 "with --zero 1|2|3 (data-parallel trainer) or --zero 3 (the mesh): the dtype the full parameters "
+                 "(stages 1-2) and the gathered units (stage 3) are stored in. compute: the compute dtype, bf16 under "
+                 "--precision bf16 (only the rank's fp32 master shard stays 32-bit), fp32 otherwise (fp16 computes in "
+                 "fp32 on CPU; the mesh's --zero 1 keeps fp32); fp32: always fp32 (the 16-bit values held in fp32)")
       ->check(CLI::IsMember({"compute", "fp32"}))
       ->capture_default_str();
   app.add_option("--loss-scale", c.loss_scale,
