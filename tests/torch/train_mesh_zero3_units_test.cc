@@ -37,8 +37,8 @@ class MeshZero3UnitsTest : public TrainTest {
 // holds them), autograd adds the micro-batches into .grad as before, and the shm_direct
 // reduce-scatter adds each element over the ranks in rank order whichever flat buffer holds it;
 // chunk units are the mesh DDP's bit for bit (MeshZero3Test), so block units are too. What
-// changes is the memory: rank 0's stage holds the embeddings and three blocks, gathered all at
-// once as a chunk, but at most two blocks (cap 2: the prefetch ran, max_gathered reaches the cap)
+// changes is the memory: rank 0's stage holds the embeddings and several blocks, gathered
+// all at once as a chunk, but at most two blocks (cap 2: the prefetch ran, max_gathered reaches the cap)
 // or one (cap 1) as units, so the peak gathered bytes fall strictly in that order, cap 1 to at
 // most half the chunk's. Every unit is gathered once per micro-batch in the forward and once in
 // its backward (the hooks), reduce-scattered once per step; nothing stays gathered; the wire is
