@@ -48,9 +48,11 @@ bool UnitGatherTracker::demand(int unit) {
   return true;
 }
 
-std::vector<int> UnitGatherTracker::prefetch_after(int unit, int direction) {
+std::vector<int> UnitGatherTracker::prefetch_after(int unit, int direction, int begin, int end) {
   std::vector<int> issued;
-  for (int v = unit + direction; v >= 0 && v < unit_count() && has_room(); v += direction) {
+  begin = std::max(begin, 0);
+  end = std::min(end, unit_count());
+  for (int v = unit + direction; v >= begin && v < end && has_room(); v += direction) {
     if (state(v) != UnitState::kFree) continue;
     start_gathering(v);
     issued.push_back(v);

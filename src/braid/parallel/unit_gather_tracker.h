@@ -53,7 +53,10 @@ class UnitGatherTracker {
   bool demand(int unit);
   // The units whose prefetch to issue now, after `unit` was demanded, walking `direction`
   // (+1 forward, -1 backward) over free units while the cap allows; each counts as gathering.
-  std::vector<int> prefetch_after(int unit, int direction);
+  std::vector<int> prefetch_after(int unit, int direction) { return prefetch_after(unit, direction, 0, unit_count()); }
+  // The same, stopping at the ends of units [begin, end) (a pipeline chunk's units: the next
+  // call's are the schedule's to choose, so a prefetch past the chunk could be wasted).
+  std::vector<int> prefetch_after(int unit, int direction, int begin, int end);
   void gathered(int unit);  // its allgather completed
   void freed(int unit);     // its full buffer released (no-op when already free)
   void count_reduce_scatter(int unit);

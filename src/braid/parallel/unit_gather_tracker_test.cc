@@ -54,6 +54,20 @@ TEST(UnitGatherTrackerTest, PrefetchSkipsGatheredUnitsAndStopsAtTheEnds) {
   EXPECT_EQ(t.counters().gathered_now, 3);
 }
 
+// A pipeline chunk's units [1, 3): prefetch stays inside them in both directions, with room left.
+TEST(UnitGatherTrackerTest, PrefetchStopsAtTheEndsOfAWindow) {
+  UnitGatherTracker t = four_units(4);
+  EXPECT_TRUE(t.demand(1));
+  EXPECT_EQ(t.prefetch_after(1, +1, 1, 3), std::vector<int>{2});
+  EXPECT_EQ(t.state(3), UnitState::kFree);
+  t.freed(1);
+  t.freed(2);
+  EXPECT_TRUE(t.demand(2));
+  EXPECT_EQ(t.prefetch_after(2, -1, 1, 3), std::vector<int>{1});
+  EXPECT_EQ(t.state(0), UnitState::kFree);
+  EXPECT_EQ(t.counters().gathered_now, 2);
+}
+
 TEST(UnitGatherTrackerTest, ADemandBeyondTheCapIsAnErrorNamingTheGatheredUnits) {
   UnitGatherTracker t = four_units(1);
   EXPECT_TRUE(t.demand(0));

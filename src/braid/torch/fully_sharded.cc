@@ -278,24 +278,32 @@ void FullyShardedModule::check_not_summoned(const char* op) const {
   }
 }
 
-::torch::Tensor FullyShardedModule::forward(const ::torch::Tensor& input) {
+::torch::Tensor FullyShardedModule::forward(const ::torch::Tensor& input) { return forward_units(0, unit_count(), input); }
+
+::torch::Tensor FullyShardedModule::forward_units(int first, int last, const ::torch::Tensor& input) {
   check_not_summoned("FullyShardedModule::forward");
+  BRAID_CHECK(0 <= first && first < last && last <= unit_count(), InvalidArgument,
+              {.rank = comm_.rank(), .op = "FullyShardedModule::forward_units"}, "units [{}, {}) of {}", first, last,
+              unit_count());
   bool backward_follows = ::torch::GradMode::is_enabled();
+  Window window{first, last};
   ::torch::Tensor x = input;
-  for (int u = 0; u < unit_count(); ++u) {
-    ensure_gathered(u, +1);
+  for (int u = first; u < last; ++u) {
+    ensure_gathered(u, +1, window);
     const ShardedUnit& range = units_[static_cast<std::size_t>(u)].range;
     for (auto it = layers_->begin() + range.begin; it != layers_->begin() + range.end; ++it) x = it->forward(x);
     release(u);
     // Fires when the gradient of the unit's output is complete, before any of its backward nodes.
-    if (backward_follows && x.requires_grad()) x.register_hook([this, u](const ::torch::Tensor&) { before_backward(u); });
+    if (backward_follows && x.requires_grad()) {
+      x.register_hook([this, u, window](const ::torch::Tensor&) { before_backward(u, window); });
+    }
   }
   return x;
 }
 
-void FullyShardedModule::ensure_gathered(int u, int direction) {
+void FullyShardedModule::ensure_gathered(int u, int direction, Window window) {
   if (tracker_.demand(u)) issue_gather(u, direction);
-  for (int v : tracker_.prefetch_after(u, direction)) issue_gather(v, direction);
+  for (int v : tracker_.prefetch_after(u, direction, window.begin, window.end)) issue_gather(v, direction);
   wait_gather(u);
 }
 
@@ -358,9 +366,9 @@ void FullyShardedModule::release(int u) {
 
 // Backward has reached unit u, so the units after it have run their backward: any still
 // gathered holds a parameter that got no gradient (yet) and is freed rather than kept past the cap.
-void FullyShardedModule::before_backward(int u) {
-  for (int v = u + 1; v < unit_count(); ++v) release(v);
-  ensure_gathered(u, -1);
+void FullyShardedModule::before_backward(int u, Window window) {
+  for (int v = u + 1; v < window.end; ++v) release(v);
+  ensure_gathered(u, -1, window);
 }
 
 void FullyShardedModule::gradient_final(int id) {

@@ -182,6 +182,12 @@ class FullyShardedModule {
   // order on every rank.
   void gather_unit(int u);
   void release_unit(int u) { release(u); }
+  // For a pipeline chunk holding several units (mesh_fully_sharded.h, --zero-unit-layers):
+  // forward() over units [first, last) only (their layers in order on `input`), prefetching
+  // within that range alone, in the forward and in the backward its hooks gather for: the next
+  // call's units are the schedule's to choose. Every micro-batch's backward gathers each unit
+  // again; the caller releases the range after each call. REQUIRES: 0 <= first < last <= units.
+  ::torch::Tensor forward_units(int first, int last, const ::torch::Tensor& input);
   // For backwards that bypass the AccumulateGrad hooks (torch::autograd::grad, as zero bubble's
   // weight pass does, adding into .grad itself): every parameter whose .grad is defined now
   // counts as having got its gradient in this backward. Call before the synchronising synchronize().
@@ -208,6 +214,7 @@ class FullyShardedModule {
   const parallel::GatherCounters& counters() const { return tracker_.counters(); }
   int unit_count() const { return static_cast<int>(units_.size()); }
   int max_gathered_units() const { return options_.max_gathered_units; }
+  ::torch::ScalarType parameter_dtype() const { return options_.parameter_dtype; }
   const ShardedUnit& unit(int u) const { return units_.at(static_cast<std::size_t>(u)).range; }
   // Bytes unit u's full buffer holds now (its StorageImpl's nbytes: 0 when freed).
   std::int64_t unit_storage_bytes(int u) const;
@@ -261,12 +268,15 @@ class FullyShardedModule {
   void build_buffers();
   void build_buffer(Unit& unit);
   void hook_accumulators();
+  struct Window {  // the units a forward (and its backward) runs and prefetches within
+    int begin = 0, end = 0;
+  };
   void check_not_summoned(const char* op) const;
-  void ensure_gathered(int u, int direction);
+  void ensure_gathered(int u, int direction, Window window);
   void issue_gather(int u, int direction);
   void wait_gather(int u);
   void release(int u);
-  void before_backward(int u);
+  void before_backward(int u, Window window);
   void gradient_final(int param);
   void after_backward(int u);
   void issue_ready_reduces();

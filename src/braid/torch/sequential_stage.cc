@@ -28,10 +28,13 @@ void accumulate(const std::vector<::torch::Tensor>& params, const std::vector<::
   for (std::size_t i = 0; i < params.size(); ++i) {
     if (!grads[i].defined()) continue;
     ::torch::Tensor p = params[i];
+    // 16-bit parameters (ZeRO-3's bf16 storage) keep fp32 gradients, as their accumulator hooks
+    // make them (torch/fully_sharded.h): the micro-batches then accumulate in fp32.
+    ::torch::Tensor g = grads[i].is_floating_point() && grads[i].element_size() < 4 ? grads[i].to(::torch::kFloat32) : grads[i];
     if (p.grad().defined()) {
-      p.mutable_grad().add_(grads[i]);
+      p.mutable_grad().add_(g);
     } else {
-      p.mutable_grad() = grads[i].clone();
+      p.mutable_grad() = g.is_same(grads[i]) ? g.clone() : g;
     }
   }
 }
@@ -93,7 +96,7 @@ parallel::StageTensor SequentialStage::forward(int mb, int chunk, const parallel
     x = saved.input;
   }
   AutocastScope autocast(options_.precision);
-  ::torch::Tensor out = chunks_[static_cast<std::size_t>(chunk)]->forward(x);
+  ::torch::Tensor out = runner_ ? runner_(chunk, x) : chunks_[static_cast<std::size_t>(chunk)]->forward(x);
   if (is_last(chunk)) {
     saved.output = options_.loss(mb, out);
     loss_sum_ += saved.output.item<double>();

@@ -69,6 +69,12 @@ class SequentialStage : public parallel::PipelineStage {
   void backward_weight(int mb, int chunk) override;
   parallel::StageTensor backward(int mb, int chunk, const parallel::StageTensor& grad_output) override;
 
+  // What runs chunk `chunk`'s layers on x inside forward() (under its autocast); by default the
+  // chunk's Sequential. A stage whose chunks hold several ZeRO-3 units installs one that gathers
+  // them one by one (tools/braid_train/mesh_fully_sharded.h).
+  using ChunkRunner = std::function<::torch::Tensor(int chunk, const ::torch::Tensor& x)>;
+  void set_chunk_runner(ChunkRunner runner) { runner_ = std::move(runner); }
+
   // This stage's parameters (all its chunks), in model order, and the modules holding them.
   std::vector<::torch::Tensor> parameters() const;
   const std::vector<int>& layers() const { return layers_; }
@@ -96,6 +102,7 @@ class SequentialStage : public parallel::PipelineStage {
   std::vector<int> layers_;                          // model layer indices this stage holds
   std::map<std::pair<int, int>, Saved> saved_;       // (mb, chunk)
   double loss_sum_ = 0;
+  ChunkRunner runner_;
 };
 
 }  // namespace braid::torch

@@ -206,8 +206,9 @@ void MeshTrainer::build_stage() {
     if (replicated.count(item.value().unsafeGetTensorImpl())) replicated_names_.insert(item.key());
   }
   if (config_.zero == 3) {  // no DDP: the FullyShardedModule reduce-scatters (mesh_fully_sharded.h)
-    sharded_ = make_mesh_fully_sharded(mesh_->data_parallel(), config_, layers, partition_, stage_);
-    sharded_stage_ = std::make_unique<FullyShardedPipelineStage>(*stage_model_, *sharded_);
+    MeshFullySharded built = make_mesh_fully_sharded(mesh_->data_parallel(), config_, layers, partition_, stage_);
+    sharded_ = std::move(built.module);
+    sharded_stage_ = std::make_unique<FullyShardedPipelineStage>(*stage_model_, *sharded_, built);
   } else {
     build_data_parallel();
   }
@@ -396,13 +397,24 @@ void MeshTrainer::share_model() {
   if (config_.tp > 1) unshard_tensor_parallel_gpt(*model_, *full_);
   ::torch::NoGradGuard no_grad;
   ::torch::nn::Sequential layers = full_->layers();
+  // ZeRO-3's bf16 storage with tp 1 (full_ is then the model that trains): the owner's layers are
+  // bf16, and the other stages take the same bf16 values (fp32 on the wire, exact), so the whole
+  // model has the one dtype its evaluation under autocast and its digest need on every rank.
+  const bool sixteen = precision_.sixteen_bit_parameters() && config_.tp == 1;
   for (std::size_t vs = 0; vs < partition_.pieces.size(); ++vs) {
     int owner = static_cast<int>(vs) % partition_.stages;
     for (int i = partition_.pieces[vs].begin; i < partition_.pieces[vs].end; ++i) {
-      std::vector<::torch::Tensor> tensors = layers[static_cast<std::size_t>(i)]->parameters();
+      std::vector<::torch::Tensor> params = layers[static_cast<std::size_t>(i)]->parameters();
+      std::vector<::torch::Tensor> tensors = sixteen ? std::vector<::torch::Tensor>{} : params;
       for (const ::torch::Tensor& b : layers[static_cast<std::size_t>(i)]->buffers()) tensors.push_back(b);
       for (::torch::Tensor& t : tensors) {
         broadcast(mesh_->group("pp"), t.data_ptr(), t.numel(), torch::braid_dtype(t, "braid-train --pp"), owner);
+      }
+      if (!sixteen) continue;
+      for (::torch::Tensor& p : params) {
+        ::torch::Tensor wire = p.to(::torch::kFloat32);
+        broadcast(mesh_->group("pp"), wire.data_ptr(), wire.numel(), DType::kF32, owner);
+        if (mesh_->coordinate("pp") != owner) p.set_data(wire.to(::torch::kBFloat16));
       }
     }
   }
@@ -452,6 +464,8 @@ RunSummary MeshTrainer::run() {
       if (sharded_) whole.emplace(*sharded_);
       share_model();
       if (config_.check_replicas) check_replicas(world_, *full_, step_);
+      // 16-bit parameters compute only under autocast (an fp32 input would meet bf16 weights).
+      torch::AutocastScope autocast(precision_.sixteen_bit_parameters() ? precision_.precision : torch::Precision::kFp32);
       evaluate(world_, *data_, *full_, figures);
     }
     say(world_, epoch_line(figures, data_->classification()));

@@ -45,8 +45,10 @@ PrecisionPlan plan_precision(const TrainConfig& config) {
   PrecisionPlan plan{.precision = torch::parse_precision(config.precision)};
   if (plan.precision == torch::Precision::kBf16) {
     plan.wire = compress::CodecId::kBf16;
-    // The data-parallel trainer's ZeRO only (the mesh keeps fp32 storage).
-    if (config.zero > 0 && !config.uses_mesh() && config.param_storage == "compute") plan.parameter_dtype = ::torch::kBFloat16;
+    // The data-parallel trainer's ZeRO and the mesh's stage 3 (the mesh's stage 1 keeps fp32
+    // storage: docs/zero.md "On the mesh").
+    bool stored_16 = config.zero > 0 && (!config.uses_mesh() || config.zero == 3);
+    if (stored_16 && config.param_storage == "compute") plan.parameter_dtype = ::torch::kBFloat16;
   }
   if (plan.precision != torch::Precision::kFp16) return plan;
   plan.wire = compress::CodecId::kFp16;

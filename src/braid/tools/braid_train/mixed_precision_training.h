@@ -40,7 +40,8 @@ struct PrecisionPlan {
   std::optional<parallel::DynamicLossScaler> scaler;  // fp16 only
   std::vector<std::int64_t> skipped_steps;            // fp16: steps whose gradients overflowed (1-based)
   // ZeRO's full (stages 1-2) and gathered (stage 3) parameters: kBFloat16 under --precision bf16
-  // with --zero 1|2|3 on the data-parallel trainer and --param-storage compute; else kFloat32.
+  // with --param-storage compute and --zero 1|2|3 on the data-parallel trainer or --zero 3 on the
+  // mesh; else kFloat32.
   ::torch::ScalarType parameter_dtype = ::torch::kFloat32;
   bool sixteen_bit_parameters() const { return parameter_dtype != ::torch::kFloat32; }
 

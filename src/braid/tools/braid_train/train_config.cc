@@ -164,6 +164,12 @@ void add_train_flags(CLI::App& app, TrainConfig& c) {
   app.add_option("--max-gathered-units", c.max_gathered_units,
                  "--zero 3: layers gathered at once, prefetches included (1: no prefetch)")
       ->capture_default_str();
+  app.add_option("--zero-unit-layers", c.zero_unit_layers,
+                 "--zero 3 with --tp/--pp/--dropout (the mesh): 0 gathers each pipeline chunk as one unit; K >= 1 "
+                 "cuts every chunk into units of K layers with parameters (1: a transformer block each), gathered "
+                 "one by one with the next prefetched inside the chunk under --max-gathered-units (the data-parallel "
+                 "trainer's units are one layer each: 0 or 1 there)")
+      ->capture_default_str();
   app.add_option("--zero-pp", c.zero_pp,
                  "ZeRO++ with --zero 1|2|3: comma list of qwz (int8 parameter allgather), qgz (int8 gradient "
                  "reduce-scatter), qgz-ef (qgz with error feedback; not --zero 3), hpz (--zero 3: backward gathers "
@@ -173,14 +179,14 @@ void add_train_flags(CLI::App& app, TrainConfig& c) {
                  "fp32 | bf16 (forward under CPU autocast in bf16, gradients and ZeRO's parameter allgather in bf16 "
                  "on the wire, fp32 master weights) | fp16 (gradients and ZeRO's parameters in fp16 on the wire under "
                  "a dynamic loss scale; compute fp32: LibTorch 1.13 has no fp16 CPU matmul). On the mesh (--tp, --pp, "
-                 "--dropout; --zero 0|1) bf16 also moves the TP collectives in bf16; pipeline activations stay fp32")
+                 "--dropout; --zero 0|1|3) bf16 also moves the TP collectives in bf16; pipeline activations stay fp32")
       ->check(CLI::IsMember({"fp32", "bf16", "fp16"}))
       ->capture_default_str();
   app.add_option("--param-storage", c.param_storage,
-                 "with --zero 1|2|3 (data-parallel trainer): the dtype the full parameters (stages 1-2) and the "
-                 "gathered units (stage 3) are stored in. compute: the compute dtype, bf16 under --precision bf16 "
-                 "(only the rank's fp32 master shard stays 32-bit), fp32 otherwise (fp16 computes in fp32 on CPU; "
-                 "the mesh trainer keeps fp32); fp32: always fp32 (the 16-bit values held in fp32)")
+                 "with --zero 1|2|3 (data-parallel trainer) or --zero 3 (the mesh): the dtype the full parameters "
+                 "(stages 1-2) and the gathered units (stage 3) are stored in. compute: the compute dtype, bf16 under "
+                 "--precision bf16 (only the rank's fp32 master shard stays 32-bit), fp32 otherwise (fp16 computes in "
+                 "fp32 on CPU; the mesh's --zero 1 keeps fp32); fp32: always fp32 (the 16-bit values held in fp32)")
       ->check(CLI::IsMember({"compute", "fp32"}))
       ->capture_default_str();
   app.add_option("--loss-scale", c.loss_scale,
@@ -254,6 +260,16 @@ void validate_zero(const TrainConfig& c) {
   if (c.zero < 0 || c.zero > 3) bad("the stage must be 0, 1, 2 or 3");
   if (c.max_gathered_units < 1) bad(fmt::format("--max-gathered-units {}: must be >= 1", c.max_gathered_units));
   parse_zero_pp(c.zero_pp, c.zero);  // refuses --zero-pp without ZeRO, hpz, qgz-ef on stage 3
+  if (c.zero_unit_layers < 0) bad(fmt::format("--zero-unit-layers {}: must be >= 0", c.zero_unit_layers));
+  if (c.zero_unit_layers > 0 && c.zero != 3) {
+    bad(fmt::format("--zero-unit-layers {}: units are stage 3's (the parameters gathered unit by unit); use --zero 3",
+                    c.zero_unit_layers));
+  }
+  if (c.zero_unit_layers > 1 && !c.uses_mesh()) {
+    bad(fmt::format("--zero-unit-layers {}: the data-parallel trainer's units are one layer with parameters each; "
+                    "K layers per unit is the mesh's (--tp, --pp, --dropout)",
+                    c.zero_unit_layers));
+  }
   if (c.zero == 0) return;
   // hpZ keeps a second copy of a unit's shards inside each host for the backward's gather. The
   // mesh's dp group is the outermost axis: with tp and pp inside a host it holds host_ranks / (tp x

@@ -70,6 +70,7 @@ struct TrainConfig {
   double rejoin_wait = 0;            // --elastic: seconds a step boundary waits for a newcomer that is starting
   int grow_to = 0;                   // --elastic with --rejoin-wait: boundaries wait for newcomers until this many ranks
   int max_gathered_units = 2;        // --zero 3: units gathered at once, prefetches included (>= 1)
+  int zero_unit_layers = 0;          // --zero 3 on the mesh: 0 = a unit per pipeline chunk, K = K layers with parameters
   MoeTrainConfig moe;                // --model moe-gpt: --ep, --experts, --top-k, ... (moe_gpt_config.h)
 
   bool is_gpt() const { return model == "gpt" || model == "gpt-small" || model == "moe-gpt"; }

@@ -114,6 +114,16 @@ TEST(TrainConfig, ZeroStagesAndWhatTheyRefuse) {
   EXPECT_EQ(error_of(parse({"--model", "gpt", "--zero", "3", "--tp", "2", "--clip-grad", "1"}), 4), "");
   EXPECT_EQ(error_of(parse({"--model", "gpt", "--zero", "3", "--pp", "2", "--schedule", "zb1"}), 4), "");
   EXPECT_EQ(error_of(parse({"--model", "gpt", "--zero", "3", "--dropout", "0.1", "--precision", "bf16"}), 4), "");
+  // Units inside the pipeline chunks (--zero-unit-layers): the mesh's stage 3 only; on the
+  // data-parallel trainer 1 is what its units already are, more is refused rather than ignored.
+  EXPECT_EQ(parse({"--model", "gpt", "--zero", "3", "--pp", "2", "--zero-unit-layers", "2"}).zero_unit_layers, 2);
+  EXPECT_EQ(error_of(parse({"--model", "gpt", "--zero", "3", "--tp", "2", "--zero-unit-layers", "1"}), 4), "");
+  EXPECT_EQ(error_of(parse({"--model", "gpt", "--zero", "3", "--zero-unit-layers", "1"}), 4), "");
+  refused({"--model", "gpt", "--zero", "3", "--zero-unit-layers", "-1"}, "--zero 3: --zero-unit-layers -1: must be >= 0");
+  refused({"--model", "gpt", "--zero", "1", "--pp", "2", "--zero-unit-layers", "1"},
+          "--zero 1: --zero-unit-layers 1: units are stage 3's");
+  refused({"--model", "gpt", "--zero", "3", "--zero-unit-layers", "2"},
+          "--zero 3: --zero-unit-layers 2: the data-parallel trainer's units are one layer with parameters each");
   // ZeRO++ (qwz, qgz) on the mesh's stage 3 and, over pp and dropout meshes, stage 1; checkpoints
   // on stage 3; hpz refused on the mesh, and stage 1's ZeRO++ with --tp (the TP-replicated copies
   // would drift).

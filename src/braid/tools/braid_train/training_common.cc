@@ -93,7 +93,10 @@ double check_loss_is_finite(Communicator& comm, const TrainConfig& config, doubl
 std::uint32_t parameter_digest(TrainModel& model) {
   std::uint32_t crc = 0;
   for (const ::torch::Tensor& p : model.parameters()) {
-    ::torch::Tensor c = p.detach().contiguous();
+    // Over fp32 values: a mesh stage's own layers may be 16-bit (ZeRO-3's bf16 storage) where
+    // the other stages hold the fp32 copy the pipeline broadcast them (exact), so every rank
+    // hashes the same bytes; fp32 parameters hash as before.
+    ::torch::Tensor c = p.detach().to(::torch::kFloat32).contiguous();
     crc = crc32c(c.data_ptr(), static_cast<std::size_t>(c.nbytes()), crc);
   }
   return crc;
