@@ -6,7 +6,7 @@
 # falls back to parsing the headers, which -Winvalid-pch on the executables makes visible):
 #   - the libraries' (braid_torch, braid_train, the test fixture): 33 translation units;
 #   - the executables' (the torch unit tests and the rank programs of tests/torch): 14.
-# The first target of each kind makes its header; later ones reuse it. Private to the build:
+# The libraries' first target makes theirs; the executables' is made by a target of its own. Private to the build:
 # nothing is installed, and a consumer of braid::torch is unaffected.
 
 # braid_use_torch_pch(target [SKIP source...]): target's sources get the precompiled header,
@@ -15,19 +15,24 @@ function(braid_use_torch_pch target)
   cmake_parse_arguments(ARG "" "" "SKIP" ${ARGN})
   get_target_property(type ${target} TYPE)
   if(type STREQUAL "EXECUTABLE")
-    set(owner_property BRAID_TORCH_PCH_EXECUTABLE_OWNER)
+    # A dedicated owner without definitions: gcc also refuses a header precompiled with a macro
+    # (a test's BRAID_TEST_BIN_DIR, say) that the reusing compile does not define.
+    if(NOT TARGET braid_torch_executable_pch)
+      add_executable(braid_torch_executable_pch ${PROJECT_SOURCE_DIR}/cmake/braid_torch_pch_main.cc)
+      target_compile_options(braid_torch_executable_pch PRIVATE ${BRAID_WARNINGS})
+      target_link_libraries(braid_torch_executable_pch PRIVATE braid::torch)  # LibTorch's flags
+      target_precompile_headers(braid_torch_executable_pch PRIVATE <torch/torch.h>)
+    endif()
+    target_precompile_headers(${target} REUSE_FROM braid_torch_executable_pch)
+    target_compile_options(${target} PRIVATE -Winvalid-pch)  # a refused header is a warning, not silence
   else()
-    set(owner_property BRAID_TORCH_PCH_LIBRARY_OWNER)
-  endif()
-  get_property(owner GLOBAL PROPERTY ${owner_property})
-  if(owner)
-    target_precompile_headers(${target} REUSE_FROM ${owner})
-  else()
-    target_precompile_headers(${target} PRIVATE <torch/torch.h>)
-    set_property(GLOBAL PROPERTY ${owner_property} ${target})
-  endif()
-  if(type STREQUAL "EXECUTABLE")
-    target_compile_options(${target} PRIVATE -Winvalid-pch)  # the newer of the two reuses
+    get_property(owner GLOBAL PROPERTY BRAID_TORCH_PCH_LIBRARY_OWNER)
+    if(owner)
+      target_precompile_headers(${target} REUSE_FROM ${owner})
+    else()
+      target_precompile_headers(${target} PRIVATE <torch/torch.h>)
+      set_property(GLOBAL PROPERTY BRAID_TORCH_PCH_LIBRARY_OWNER ${target})
+    endif()
   endif()
   if(ARG_SKIP)
     set_source_files_properties(${ARG_SKIP} TARGET_DIRECTORY ${target} PROPERTIES SKIP_PRECOMPILE_HEADERS ON)
