@@ -72,13 +72,12 @@ struct Combine : public ::torch::autograd::Function<Combine> {
     const Tensor& per_choice = saved[0];
     const Tensor& gates = saved[1];
     Tensor grad_out = grads[0].contiguous();
-    Tensor grad_gates = (per_choice * grad_out.unsqueeze(1)).sum(-1);
-    Tensor grad_choices = (gates.unsqueeze(-1) * grad_out.unsqueeze(1)).contiguous();
+    MoeWeightedSumGrads grad = moe_gate_weighted_sum_backward(per_choice, gates, grad_out);
     Tensor grad_expert = rows_like(grad_out, context.plan->expert_rows());
     timed(context, [&] {
-      context.dispatcher->dispatch_choices(*context.plan, grad_choices.data_ptr(), grad_expert.data_ptr());
+      context.dispatcher->dispatch_choices(*context.plan, grad.per_choice.data_ptr(), grad_expert.data_ptr());
     });
-    return {grad_expert, grad_gates, Tensor()};
+    return {grad_expert, grad.gates, Tensor()};
   }
 };
 
@@ -91,6 +90,11 @@ Tensor moe_gate_weighted_sum(const Tensor& per_choice, const Tensor& gates) {
     out = out + per_choice.select(1, j) * gates.select(1, j).unsqueeze(-1);
   }
   return out;
+}
+
+MoeWeightedSumGrads moe_gate_weighted_sum_backward(const Tensor& per_choice, const Tensor& gates,
+                                                   const Tensor& grad_out) {
+  return {(per_choice * grad_out.unsqueeze(1)).sum(-1), (gates.unsqueeze(-1) * grad_out.unsqueeze(1)).contiguous()};
 }
 
 Tensor moe_dispatch(const Tensor& x, const MoeExchangeContext& context) { return Dispatch::apply(x, context); }

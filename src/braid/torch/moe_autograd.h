@@ -49,4 +49,13 @@ struct MoeExchangeContext {
 // pipelined path's (moe_pipelined.h) share it so that both compute the same bits.
 ::torch::Tensor moe_gate_weighted_sum(const ::torch::Tensor& per_choice, const ::torch::Tensor& gates);
 
+// The weighted sum's gradients for grad_out [T, H]: gates [T, k] (grad_out . per_choice) and the
+// choices' rows [T, k, H] (gates x grad_out, contiguous: the exchange reads it as a buffer).
+struct MoeWeightedSumGrads {
+  ::torch::Tensor gates;
+  ::torch::Tensor per_choice;
+};
+MoeWeightedSumGrads moe_gate_weighted_sum_backward(const ::torch::Tensor& per_choice, const ::torch::Tensor& gates,
+                                                   const ::torch::Tensor& grad_out);
+
 }  // namespace braid::torch

@@ -140,17 +140,16 @@ struct Pipelined : public ::torch::autograd::Function<Pipelined> {
     const Tensor& per_choice = saved[0];
     const Tensor& gates = saved[1];
     Tensor grad_out = grads[0].contiguous();
-    Tensor grad_gates = (per_choice * grad_out.unsqueeze(1)).sum(-1);
-    Tensor grad_choices = (gates.unsqueeze(-1) * grad_out.unsqueeze(1)).contiguous();
+    MoeWeightedSumGrads grad = moe_gate_weighted_sum_backward(per_choice, gates, grad_out);
     Tensor grad_x = ::torch::empty({plan.routing.tokens, grad_out.size(-1)}, grad_out.options());
     timed(capsule.context, [&] {
       capsule.context.dispatcher->run_backward(
-          plan, grad_choices.data_ptr(), [&](const parallel::MoeExpertChunk& c) { backward_chunk(c, capsule); },
+          plan, grad.per_choice.data_ptr(), [&](const parallel::MoeExpertChunk& c) { backward_chunk(c, capsule); },
           grad_x.data_ptr());
     });
     capsule.chunks.clear();
     accumulate_parameter_grads(capsule);
-    return {grad_x, grad_gates, Tensor(), Tensor(), Tensor()};
+    return {grad_x, grad.gates, Tensor(), Tensor(), Tensor()};
   }
 };
 
