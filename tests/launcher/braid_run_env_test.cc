@@ -5,6 +5,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <gmock/gmock.h>
@@ -168,6 +169,42 @@ TEST(BraidRunOutput, RanksReadEndOfFileOnStdin) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out, "[0] done\n");
   EXPECT_LT(r.seconds, 20);
+}
+
+// --bind-to: each rank's kernel affinity (Cpus_allowed_list), as the rank itself reads it.
+std::map<int, std::string> cpus_of_ranks(const std::vector<std::string>& bind_args, int ranks) {
+  std::vector<std::string> args{"-n", std::to_string(ranks)};
+  args.insert(args.end(), bind_args.begin(), bind_args.end());
+  for (const char* word : {"sh", "-c", "grep Cpus_allowed_list /proc/self/status | cut -f2"}) args.emplace_back(word);
+  ProcessResult r = run_braid(args);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  std::map<int, std::string> cpus;
+  for (const std::string& line : lines_of(r.out)) {
+    std::smatch m;
+    if (std::regex_match(line, m, std::regex(R"(\[(\d+)\] (.*))"))) cpus[std::stoi(m[1])] = m[2];
+  }
+  return cpus;
+}
+
+TEST(BraidRunBind, CoreGivesEachRankOneCpuOfTheMask) {
+  // braid-run's own mask is this test's (taskset or a cgroup may narrow it): read it the same way.
+  std::map<int, std::string> unbound = cpus_of_ranks({"--bind-to", "none"}, 2);
+  ASSERT_EQ(unbound.size(), 2u);
+  EXPECT_EQ(unbound[0], unbound[1]);  // both inherit the whole mask
+  std::map<int, std::string> bound = cpus_of_ranks({"--bind-to", "core"}, 2);
+  ASSERT_EQ(bound.size(), 2u);
+  for (const auto& entry : bound) {
+    EXPECT_THAT(entry.second, ::testing::MatchesRegex("[0-9]+")) << "rank " << entry.first << " not bound to one CPU";
+  }
+  if (unbound[0].find_first_of(",-") != std::string::npos) EXPECT_NE(bound[0], bound[1]);  // two CPUs or more
+}
+
+TEST(BraidRunBind, AutoLeavesRanksUnboundWhenTheyOutnumberCpus) {
+  // One rank more than the machine has CPUs outnumbers braid-run's mask, whatever it is.
+  const int ranks = static_cast<int>(std::thread::hardware_concurrency()) + 1;
+  std::map<int, std::string> cpus = cpus_of_ranks({}, ranks);
+  ASSERT_EQ(cpus.size(), static_cast<std::size_t>(ranks));
+  for (const auto& entry : cpus) EXPECT_EQ(entry.second, cpus[0]) << "rank " << entry.first;
 }
 
 }  // namespace

@@ -87,6 +87,7 @@ class Job {
   int succeeded_ = 0;  // ranks that exited 0 (--elastic: the job succeeds with --min-ranks of them)
   std::vector<RankProcess> ranks_;
   std::vector<int> slots_;  // per entry of ranks_: the local slot it runs in (restarts reuse it)
+  std::vector<int> binding_;  // per local slot: its CPU (--bind-to); empty: unbound
   int restarts_ = 0;        // --max-restarts used so far
   JobIdentity identity_;
   std::vector<std::string> base_environment_;
@@ -102,6 +103,7 @@ void Job::start(const JobIdentity& identity) {
   if (options_.timeout_seconds) job_deadline_ = Deadline::after(Seconds(*options_.timeout_seconds));
   base_environment_ = current_environment();
   ranks_.reserve(static_cast<std::size_t>(options_.num_ranks + options_.max_restarts));
+  binding_ = cpu_binding(options_.bind, options_.num_ranks, allowed_cpus());
   // Node-major: on a single host global_rank() is the local rank.
   for (int local = 0; local < options_.num_ranks; ++local) spawn(local, global_rank(options_, local));
 }
@@ -116,7 +118,8 @@ void Job::spawn(int local, int rank) {
                                            options_.elastic ? options_.min_ranks : 0);
   if (rank != slot) set_variable(environment, env::kElasticJoin.name, std::to_string(rank));
   RankLaunch launch{.rank = rank, .argv = options_.command, .environment = std::move(environment),
-                    .capture_output = options_.prefix_output, .signal_mask = signals_.original_mask()};
+                    .capture_output = options_.prefix_output, .signal_mask = signals_.original_mask(),
+                    .cpu = binding_.empty() ? -1 : binding_[static_cast<std::size_t>(local)]};
   RankProcess& process = ranks_.emplace_back(RankProcess::spawn(launch));
   slots_.push_back(local);
   if (!options_.prefix_output) return;

@@ -30,6 +30,7 @@ constexpr const char* kFooter =
 struct Flags {
   LauncherOptions options;
   bool no_prefix = false;
+  std::string bind = "auto";
 };
 
 void add_flags(CLI::App& app, Flags& flags) {
@@ -51,6 +52,10 @@ void add_flags(CLI::App& app, Flags& flags) {
   app.add_option("--max-restarts", o.max_restarts,
                  "with --elastic: start a lost rank's program again, at most this many times in the job; the new "
                  "process is a newcomer (a fresh member id, BRAID_ELASTIC_JOIN) that rejoins at a step boundary")
+      ->capture_default_str();
+  app.add_option("--bind-to", flags.bind,
+                 "pin each rank to one CPU of braid-run's affinity mask: core (local rank i on the i-th CPU, wrapping "
+                 "around), none (the scheduler places them), auto (core when the node's ranks do not outnumber the CPUs)")
       ->capture_default_str();
   app.add_flag("--no-prefix", flags.no_prefix, "pass rank output through unchanged, without \"[rank] \"");
   // No extra args: each --env takes one value, so `--env A=1 PROG` never swallows PROG.
@@ -158,6 +163,11 @@ ParseOutcome parse_launcher_options(std::span<const std::string> args) {
     return usage_error(e.what());
   }
   flags.options.prefix_output = !flags.no_prefix;
+  if (std::optional<BindPolicy> bind = parse_bind_policy(flags.bind)) {
+    flags.options.bind = *bind;
+  } else {
+    return usage_error(fmt::format("--bind-to must be none, core or auto, got '{}'", flags.bind));
+  }
   if (std::string problem = resolve_node_options(flags.options, app.count("--master-addr") > 0,
                                                  app.count("--master-port") > 0);
       !problem.empty()) {

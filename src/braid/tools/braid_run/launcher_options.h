@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "braid/tools/braid_run/cpu_binding.h"
 #include "braid/tools/braid_run/node_options.h"
 
 namespace braid::launcher {
@@ -38,6 +39,9 @@ struct LauncherOptions {
   // --max-restarts (with --elastic): how many times in the job braid-run starts a lost rank's
   // program again, as a newcomer with a fresh member id that rejoins at a step boundary.
   int max_restarts = 0;
+  // --bind-to: which CPU each rank runs on (cpu_binding.h): by default one rank per CPU of
+  // braid-run's affinity mask when the ranks of this node do not outnumber them.
+  BindPolicy bind = BindPolicy::kAuto;
   // --nnodes, --node-rank, --token-file...: a job across nodes (node_options.h).
   NodeOptions nodes;
   // PROG ARGS...: PROG is looked up in PATH.

@@ -1,6 +1,7 @@
 #include "braid/tools/braid_run/rank_process.h"
 
 #include <fcntl.h>
+#include <sched.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -46,6 +47,7 @@ struct ChildPlan {
   int report_fd;
   pid_t parent;
   const sigset_t* mask;
+  const cpu_set_t* affinity;  // null: inherit braid-run's
 };
 
 [[noreturn]] void report_and_exit(int report_fd, int stage) {
@@ -66,6 +68,9 @@ struct ChildPlan {
     report_and_exit(plan.report_fd, ChildFailure::kSetup);
   }
   if (plan.stderr_fd >= 0 && ::dup2(plan.stderr_fd, STDERR_FILENO) < 0) {
+    report_and_exit(plan.report_fd, ChildFailure::kSetup);
+  }
+  if (plan.affinity != nullptr && ::sched_setaffinity(0, sizeof *plan.affinity, plan.affinity) != 0) {
     report_and_exit(plan.report_fd, ChildFailure::kSetup);
   }
   // braid-run blocks the signals it handles; a blocked mask would survive exec.
@@ -119,6 +124,9 @@ RankProcess RankProcess::spawn(const RankLaunch& launch) {
     out = make_pipe();
     err = make_pipe();
   }
+  cpu_set_t affinity;
+  CPU_ZERO(&affinity);
+  if (launch.cpu >= 0) CPU_SET(launch.cpu, &affinity);
   ChildPlan plan{.argv = argv.data(),
                  .envp = envp.data(),
                  .stdin_fd = dev_null.get(),
@@ -126,7 +134,8 @@ RankProcess RankProcess::spawn(const RankLaunch& launch) {
                  .stderr_fd = err.write.get(),
                  .report_fd = report.write.get(),
                  .parent = ::getpid(),
-                 .mask = &launch.signal_mask};
+                 .mask = &launch.signal_mask,
+                 .affinity = launch.cpu >= 0 ? &affinity : nullptr};
 
   pid_t pid = ::fork();
   if (pid < 0) throw_system_error({.rank = launch.rank, .op = "spawn"}, "fork", errno);

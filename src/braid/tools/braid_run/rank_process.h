@@ -29,6 +29,7 @@ struct RankLaunch {
   std::vector<std::string> environment;  // the complete environment, "KEY=VALUE"
   bool capture_output = true;            // stdout/stderr into pipes, else inherited as they are
   sigset_t signal_mask{};                // the mask the program starts with
+  int cpu = -1;                          // the one CPU it may run on (sched_setaffinity); -1: any
 };
 
 // The program could not be executed (reported by the child over a close-on-exec pipe, so the
