@@ -19,14 +19,6 @@
 
 namespace braid::compress {
 
-namespace {
-
-void subtract_result(std::span<float> residual, std::span<const float> result) {
-  for (std::size_t i = 0; i < residual.size(); ++i) residual[i] -= result[i];
-}
-
-}  // namespace
-
 void allreduce_powersgd(const CompressedCall& call) {
   const Shape shape = call.options.shape;
   if (!shape.is_matrix()) return allreduce_dense(call);
@@ -36,29 +28,42 @@ void allreduce_powersgd(const CompressedCall& call) {
                                                         shape.rows, shape.cols, std::min(shape.rows, shape.cols)));
   }
   const auto count = call.data.size();
-  std::span<float> m = call.data;
-  if (call.error_feedback) {
-    std::span<float> residual = call.state_buffer(kResidualRole, count);
-    add_into(residual, call.data);
-    m = residual;  // M lives in the residual buffer; the residual is written back into it below
-  }
-  call.check_finite(m);
+  // With error feedback M = gradient + residual lives in the residual buffer, and the new
+  // residual M - P Q^T is written back into it at the end.
+  std::span<float> m = call.error_feedback ? call.state_buffer(kResidualRole, count) : call.data;
   std::span<float> q = call.state.buffer(call.options.name, kPowerSgdQRole, static_cast<std::size_t>(shape.cols * r),
                                          [&](std::span<float> fresh) { fill_standard_normal(call.encode.seed, fresh); });
   std::span<float> p = call.floats(0, static_cast<std::size_t>(shape.rows * r));
   ConstMatrixView mv(m.data(), shape.rows, shape.cols);
   MatrixView pv{p.data(), shape.rows, r}, qv{q.data(), shape.cols, r};
 
-  multiply(mv, qv, pv);
+  // The passes over M are what costs (the factors are small): the addition of the residual
+  // rides with P = M Q, the residual's update with P Q^T, each a block of rows while it is in
+  // cache. Same bits as the separate passes. The finite check (a collective, only under
+  // NonFinitePolicy::kRaise) must come between the addition and the product, so it keeps them apart.
+  if (!call.error_feedback) {
+    call.check_finite(m);
+    multiply(mv, qv, pv);
+  } else if (call.options.non_finite == NonFinitePolicy::kRaise) {
+    add_into(m, call.data);
+    call.check_finite(m);
+    multiply(mv, qv, pv);
+  } else {
+    add_and_multiply(MatrixView{m.data(), shape.rows, shape.cols}, call.data.data(), qv, pv);
+  }
   allreduce(call.comm, p.data(), p.data(), static_cast<std::int64_t>(p.size()), DType::kF32, ReduceOp::kSum);
   orthonormalize_columns(pv);
   multiply_transposed(mv, pv, qv);
   allreduce(call.comm, q.data(), q.data(), static_cast<std::int64_t>(q.size()), DType::kF32,
             call.options.average ? ReduceOp::kAvg : ReduceOp::kSum);
-  apply_low_rank(pv, qv, MatrixView{call.data.data(), shape.rows, shape.cols}, Combine::kOverwrite);
   // residual = M - P Q^T from the product just written: the same bits as a second
   // apply_low_rank(kSubtract), for one subtraction per element instead of r multiply-adds.
-  if (call.error_feedback) subtract_result(m, call.data);
+  const MatrixView out{call.data.data(), shape.rows, shape.cols};
+  if (call.error_feedback) {
+    apply_low_rank_and_subtract(pv, qv, out, MatrixView{m.data(), shape.rows, shape.cols});
+  } else {
+    apply_low_rank(pv, qv, out, Combine::kOverwrite);
+  }
 
   const std::uint64_t factor_bytes = (p.size() + q.size()) * sizeof(float);
   call.stats.payload_bytes = factor_bytes;

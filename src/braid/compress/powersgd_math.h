@@ -38,6 +38,11 @@ struct ConstMatrixView {
 // from +0 in increasing c) combined as ((l0+l1)+(l2+l3))+((l4+l5)+(l6+l7)).
 void multiply(ConstMatrixView m, ConstMatrixView q, MatrixView p);
 
+// m += addend (elementwise; addend holds m.rows x m.cols floats), then p = m q: the same bits
+// as that addition followed by multiply(), a block of rows at a time so that the product reads
+// each block while it is still in cache (error feedback's M = gradient + residual, fused).
+void add_and_multiply(MatrixView m, const float* addend, ConstMatrixView q, MatrixView p);
+
 // q = m^T p. REQUIRES: p.rows == m.rows, q is m.cols x p.cols, no aliasing.
 // q(c, j) = sum over i of m(i, c) p(i, j), added in increasing i starting from +0.
 void multiply_transposed(ConstMatrixView m, ConstMatrixView p, MatrixView q);
@@ -50,6 +55,10 @@ enum class Combine : std::uint8_t { kOverwrite, kAdd, kSubtract };
 // REQUIRES: p.cols == q.cols >= 1, out is p.rows x q.rows, no aliasing. kSubtract computes
 // the residual m - p q^T in place (error feedback).
 void apply_low_rank(ConstMatrixView p, ConstMatrixView q, MatrixView out, Combine combine);
+// out = p q^T, then residual -= out (elementwise, residual shaped as out): the same bits as
+// apply_low_rank(kOverwrite) followed by that subtraction, a block of rows at a time (error
+// feedback's residual = M - P Q^T, fused). REQUIRES: out and residual do not overlap.
+void apply_low_rank_and_subtract(ConstMatrixView p, ConstMatrixView q, MatrixView out, MatrixView residual);
 
 // Orthonormalises p's columns in place, in order, with modified Gram-Schmidt (dot products and
 // norms accumulated in double, in increasing row order). A column whose norm after removing

@@ -1,6 +1,7 @@
 // PowerSGD: the linear algebra of powersgd_math.h against double-precision references, and
 // the powersgd codec against codec.h's contract (exact on rank-r matrices, 1-D fallback).
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cmath>
 #include <cstring>
@@ -110,6 +111,66 @@ TEST(PowerSgdMathTest, AddAndSubtractApplyTheSameProduct) {
   for (std::size_t i = 0; i < base.size(); ++i) {
     ASSERT_EQ(added[i], base[i] + product[i]);
     ASSERT_EQ(subtracted[i], base[i] - product[i]);
+  }
+}
+
+// multiply and apply_low_rank give the bits of the order their header documents, whatever the
+// rank (1 to 4 take unrolled kernels, larger ranks the generic loops): a scalar reference
+// written from that documentation alone.
+TEST(PowerSgdMathTest, ProductsFollowTheDocumentedOrderBitForBit) {
+  const std::int64_t rows = 5, cols = 4107;  // two column chunks and a tail of 3 lanes
+  for (std::int64_t r = 1; r <= 6; ++r) {
+    SCOPED_TRACE(::testing::Message() << "rank " << r);
+    const auto m = normal(rows * cols, 21);
+    const auto q = normal(cols * r, 22);
+    std::vector<float> p(rows * r);
+    multiply({m.data(), rows, cols}, {q.data(), cols, r}, {p.data(), rows, r});
+    std::vector<float> approx(rows * cols);
+    apply_low_rank({p.data(), rows, r}, {q.data(), cols, r}, {approx.data(), rows, cols}, Combine::kOverwrite);
+    for (std::int64_t i = 0; i < rows; ++i) {
+      for (std::int64_t j = 0; j < r; ++j) {
+        float l[8] = {};
+        for (std::int64_t c = 0; c < cols; ++c) l[c % 8] += m[i * cols + c] * q[c * r + j];
+        const float expected = ((l[0] + l[1]) + (l[2] + l[3])) + ((l[4] + l[5]) + (l[6] + l[7]));
+        ASSERT_EQ(std::bit_cast<std::uint32_t>(p[i * r + j]), std::bit_cast<std::uint32_t>(expected)) << i << "," << j;
+      }
+      for (std::int64_t c = 0; c < cols; ++c) {
+        float sum = p[i * r] * q[c * r];
+        for (std::int64_t j = 1; j < r; ++j) sum += p[i * r + j] * q[c * r + j];
+        ASSERT_EQ(std::bit_cast<std::uint32_t>(approx[i * cols + c]), std::bit_cast<std::uint32_t>(sum)) << i << "," << c;
+      }
+    }
+  }
+}
+
+// The fused passes of error feedback give the bits of the separate ones, for shapes whose rows
+// are not a whole number of the fused functions' row blocks and whose columns span two chunks.
+TEST(PowerSgdMathTest, FusedPassesGiveTheBitsOfTheSeparateOnes) {
+  for (auto [rows, cols, r] : {std::array<std::int64_t, 3>{1, 7, 1}, {70, 37, 4}, {33, 4100, 2}, {40, 19, 6}}) {
+    SCOPED_TRACE(::testing::Message() << rows << "x" << cols << " rank " << r);
+    const auto grad = normal(rows * cols, 11);
+    const auto residual = normal(rows * cols, 12);
+    const auto q = normal(cols * r, 13);
+
+    auto m_separate = residual;
+    for (std::size_t i = 0; i < m_separate.size(); ++i) m_separate[i] += grad[i];
+    std::vector<float> p_separate(rows * r);
+    multiply({m_separate.data(), rows, cols}, {q.data(), cols, r}, {p_separate.data(), rows, r});
+    auto m_fused = residual;
+    std::vector<float> p_fused(rows * r);
+    add_and_multiply({m_fused.data(), rows, cols}, grad.data(), {q.data(), cols, r}, {p_fused.data(), rows, r});
+    ASSERT_TRUE(same_bits(m_fused, m_separate));
+    ASSERT_TRUE(same_bits(p_fused, p_separate));
+
+    std::vector<float> out_separate(rows * cols);
+    apply_low_rank({p_separate.data(), rows, r}, {q.data(), cols, r}, {out_separate.data(), rows, cols},
+                   Combine::kOverwrite);
+    for (std::size_t i = 0; i < m_separate.size(); ++i) m_separate[i] -= out_separate[i];
+    std::vector<float> out_fused(rows * cols);
+    apply_low_rank_and_subtract({p_fused.data(), rows, r}, {q.data(), cols, r}, {out_fused.data(), rows, cols},
+                                {m_fused.data(), rows, cols});
+    EXPECT_TRUE(same_bits(out_fused, out_separate));
+    EXPECT_TRUE(same_bits(m_fused, m_separate));
   }
 }
 
