@@ -37,7 +37,7 @@ profile() {
 # Inclusive instructions of the first function matching $2 in callgrind output $1 (0 if none).
 inclusive() {
   callgrind_annotate --inclusive=yes --threshold=100 "$1" 2> /dev/null |
-    awk -v f="$2" 'index($0, f) { gsub(",", "", $1); print $1; found = 1; exit } END { if (!found) print 0 }'
+    awk -v f="$2" '!found && index($0, f) { gsub(",", "", $1); print $1; found = 1 } END { if (!found) print 0 }'
 }
 profile "$iters" "$@"
 profile $((2 * iters)) "$@"

@@ -3,8 +3,6 @@
 #include <immintrin.h>
 #include <sched.h>
 
-#include <algorithm>
-
 #include <fmt/format.h>
 
 #include "braid/base/env.h"
@@ -27,15 +25,9 @@ namespace {
 constexpr std::uint32_t kWorkspaceMagic = 0x57445242;  // "BRDW"
 constexpr std::uint32_t kWorkspaceVersion = 2;  // 2: call slots of kFastBytes x 2, kGathered
 constexpr std::size_t kHeaderBytes = 4096;
-// The first phase of a wait when ranks do not outnumber cores (spin_until_reached): pause
-// polls for 2 µs, the clock read every 16 polls. A running peer on another core arrives within
-// a microsecond or so; past that, yielding costs little on a quiet machine (the yield returns at
-// once) and on a loaded one lets whoever the peer waits for run. Measured 2026-12-02 (AMD EPYC,
-// 2 cores, load 17, 8-byte allreduce, 2 ranks, medians of 5 alternating runs): 0 / 2 / 5 / 20 /
-// 100 µs of pausing gave 12.6 / 19.8 / 33.6 / 92 / 215 µs per call; the old 256 polls were
-// 7-13 µs of pausing depending on the CPU (a pause is ~10-140 cycles).
-constexpr Seconds kPauseSpin{2e-6};
-constexpr int kPollsPerClockRead = 16;
+// Polls with a pause between them before a waiter starts yielding (wait_for_peers): ~256 x
+// 40-140 cycles, a few microseconds.
+constexpr int kPausePolls = 256;
 // How long a sleeping waiter sleeps before it checks liveness and the deadline.
 constexpr Seconds kLivenessInterval{0.05};
 
@@ -282,21 +274,16 @@ void ShmWorkspace::sleep_until_published(ShmPhase phase, std::uint64_t round, Se
 
 bool ShmWorkspace::spin_until_reached(ShmPhase phase, std::uint64_t round, Clock::time_point spin_end) const {
   // With a core per rank a peer that is running arrives within a microsecond or two: poll
-  // with pauses first, for a time (not a count: a pause is ~10 cycles on some cores and ~140
-  // on others), reading the clock every few polls. Then, and from the start when ranks
-  // outnumber cores, yield at every check: the peer we wait for may need this very core, and
-  // on a machine loaded by other processes a pause loop keeps the CPU from whoever would let
-  // the peer run sooner (Open MPI's yield_when_idle does the same). The clock is read at every
-  // yield (a vDSO call): a yield can take a whole time slice, so counting yields would stretch
-  // the spin.
+  // with pauses first. Then, and from the start when ranks outnumber cores, yield at every
+  // check: the peer we wait for may need this very core, and on a machine loaded by other
+  // processes a pause loop keeps the CPU from whoever would let the peer run sooner (Open
+  // MPI's yield_when_idle does the same). The clock is read at every yield (a vDSO call):
+  // a yield can take a whole time slice, so counting yields would stretch the spin.
   if (!fabric_.options().yield_while_spinning) {
-    const auto pause_end = std::min(spin_end, Clock::now() + std::chrono::duration_cast<Clock::duration>(kPauseSpin));
-    do {
-      for (int i = 0; i < kPollsPerClockRead; ++i) {
-        if (peers_reached(phase, round)) return true;
-        _mm_pause();
-      }
-    } while (Clock::now() < pause_end);
+    for (int i = 0; i < kPausePolls; ++i) {
+      if (peers_reached(phase, round)) return true;
+      _mm_pause();
+    }
   }
   while (Clock::now() < spin_end) {
     if (peers_reached(phase, round)) return true;

@@ -12,7 +12,7 @@
 // Synchronisation is by monotonic per-rank counters in the header (never reset, equal on
 // every rank between collectives, so stale values from an earlier call can never satisfy a
 // wait): a rank publishes "I have done phase p of round g" by storing a larger value, and
-// waits until every peer's counter reaches a target. Waiting polls 2 µs with pauses (not
+// waits until every peer's counter reaches a target. Waiting polls a few µs with pauses (not
 // when ranks outnumber cores), then yields at every poll until BRAID_SPIN_US has passed (so a
 // peer that needs this core runs at once; the clock is read at every poll, so the spin ends on
 // time however long a yield takes), then sleeps on its own futex doorbell, which a publisher rings
