@@ -13,7 +13,7 @@
 // synchronisation dominates (docs/collectives.md, "The built-in table").
 //
 // Allocation-free and lock-free once the workspace exists: the fast path below takes no mutex
-// and allocates nothing (fast_allreduce_scenarios.cc counts it).
+// and allocates nothing (tests/mp/programs/fast_allreduce_rank.cc counts it).
 #include <algorithm>
 
 #include "braid/collectives/algorithms.h"

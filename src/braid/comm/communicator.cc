@@ -110,6 +110,12 @@ void Communicator::add_attachment_locked(const std::type_info& type, std::unique
 
 CommAttachment* Communicator::find_indexed(const std::type_info& type, bool& complete) const {
   const std::size_t count = indexed_count_.load(std::memory_order_acquire);
+  // The same type_info object first: a hit then costs pointer comparisons only. type_info's
+  // operator== may compare names with strcmp (a type can have one object per shared library),
+  // which on every collective call cost more than the rest of the lookup.
+  for (std::size_t i = 0; i < count; ++i) {
+    if (indexed_[i].type.load(std::memory_order_relaxed) == &type) return indexed_[i].value.load(std::memory_order_relaxed);
+  }
   for (std::size_t i = 0; i < count; ++i) {
     if (*indexed_[i].type.load(std::memory_order_relaxed) == type) return indexed_[i].value.load(std::memory_order_relaxed);
   }
