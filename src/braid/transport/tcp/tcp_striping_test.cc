@@ -171,8 +171,10 @@ TEST(TcpStripingTest, TransfersAreBitwiseCorrectAroundTheStripeBoundariesBothWay
     std::thread one([&] { exchange(*pair.rank[1], 1, sizes); });
     exchange(*pair.rank[0], 0, sizes);
     one.join();
+    // Both at once, as two ranks: each reads to the other's EOF.
+    std::thread closing([&] { pair.rank[1]->shutdown(Deadline::after(Seconds(5))); });
     pair.rank[0]->shutdown(Deadline::after(Seconds(5)));
-    pair.rank[1]->shutdown(Deadline::after(Seconds(5)));
+    closing.join();
   }
 }
 
