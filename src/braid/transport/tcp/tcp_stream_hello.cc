@@ -12,7 +12,7 @@ namespace {
 
 [[noreturn]] void throw_mismatch(const ErrorContext& ctx, int self, int mine, int peer, int theirs) {
   throw Mismatch(ctx, fmt::format("rank {} runs with BRAID_TCP_STREAMS={} but rank {} with BRAID_TCP_STREAMS={} "
-                                  "(after BRAID_TLS=on, which uses 1): every rank must set the same",
+                                  "(BRAID_TLS=on counts as 1): every rank must set the same",
                                   self, mine, peer, theirs));
 }
 
