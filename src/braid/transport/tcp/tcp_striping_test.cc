@@ -51,27 +51,27 @@ class MemoryStore final : public KeyValueStore {
   std::map<std::string, std::string> values_;
 };
 
-TcpOptions options_for(int rank, int streams) {
+TcpOptions options_for(int rank, int streams, bool tls = false) {
   return {.rank = rank, .peers = {1 - rank}, .bind_addr = "127.0.0.1", .advertise_addr = "127.0.0.1",
-          .token = kToken, .streams = streams};
+          .token = kToken, .tls = tls, .streams = streams};
 }
 
 struct Pair {
   std::unique_ptr<TcpTransport> rank[2];
 };
 
-Pair connect_pair(int streams0, int streams1, MemoryStore& store) {
+Pair connect_pair(int streams0, int streams1, MemoryStore& store, bool tls = false) {
   Pair pair;
   std::exception_ptr error1;
   std::thread one([&] {
     try {
-      pair.rank[1] = TcpTransport::connect(options_for(1, streams1), store, Deadline::after(Seconds(20)));
+      pair.rank[1] = TcpTransport::connect(options_for(1, streams1, tls), store, Deadline::after(Seconds(20)));
     } catch (...) {
       error1 = std::current_exception();
     }
   });
   try {
-    pair.rank[0] = TcpTransport::connect(options_for(0, streams0), store, Deadline::after(Seconds(20)));
+    pair.rank[0] = TcpTransport::connect(options_for(0, streams0, tls), store, Deadline::after(Seconds(20)));
   } catch (...) {
     one.join();
     throw;
@@ -176,6 +176,20 @@ TEST(TcpStripingTest, TransfersAreBitwiseCorrectAroundTheStripeBoundariesBothWay
     pair.rank[0]->shutdown(Deadline::after(Seconds(5)));
     closing.join();
   }
+}
+
+// Under TLS a pair runs one connection whatever BRAID_TCP_STREAMS says; large messages still
+// arrive whole and exact.
+TEST(TcpStripingTest, TlsRunsOneConnectionAndStaysExact) {
+  const std::vector<std::size_t> sizes = {0, 1, 2 * kMinStripeBytes + 1, (std::size_t{3} << 20) + 7};
+  MemoryStore store;
+  Pair pair = connect_pair(3, 3, store, /*tls=*/true);
+  std::thread one([&] { exchange(*pair.rank[1], 1, sizes); });
+  exchange(*pair.rank[0], 0, sizes);
+  one.join();
+  std::thread closing([&] { pair.rank[1]->shutdown(Deadline::after(Seconds(5))); });
+  pair.rank[0]->shutdown(Deadline::after(Seconds(5)));
+  closing.join();
 }
 
 TEST(TcpStripingTest, RanksThatDisagreeAboutTheStreamCountBothRaiseMismatch) {
