@@ -1,7 +1,8 @@
 # Sourced by the slow-link benchmarks (bench/slow_link.sh, bench/zero/zeropp_slow_link.sh): two
 # emulated hosts, network namespaces <prefix>0 and <prefix>1 joined by a veth pair whose ends
 # carry addr0 and addr1 (/24), each end's egress shaped by tc's token bucket to `rate`, so
-# both directions are (tbf: netem is often not built). Needs root.
+# both directions are (tbf: netem is often not built). SHAPED_BURST sets the bucket's burst
+# (default 256kb). Needs root.
 #
 #   shaped_link_up PREFIX ADDR0 ADDR1 RATE
 #   shaped_link_down PREFIX        # also safe when nothing is there (an interrupted run's leftovers)
@@ -23,6 +24,6 @@ shaped_link_up() {
     ip -n "$prefix$h" link set lo up
     ip -n "$prefix$h" addr add "${addrs[$h]}"/24 dev "$prefix"v$h
     ip -n "$prefix$h" link set "$prefix"v$h up
-    ip netns exec "$prefix$h" tc qdisc add dev "$prefix"v$h root tbf rate "$rate" burst 256kb latency 50ms
+    ip netns exec "$prefix$h" tc qdisc add dev "$prefix"v$h root tbf rate "$rate" burst "${SHAPED_BURST:-256kb}" latency 50ms
   done
 }

@@ -104,7 +104,7 @@ void usage(std::FILE* out) {
                "      --store DIR       rendezvous directory (default $BRAID_GLOO_STORE, else /tmp)\n"
                "  -h, --help\n"
                "Environment: BRAID_RANK, BRAID_WORLD_SIZE (set by braid-run), BRAID_JOB_ID "
-               "(names the rendezvous files).\n",
+               "(names the rendezvous files), BRAID_GLOO_ADDR (the address to bind; default 127.0.0.1).\n",
                kMinIters, kMaxIters);
 }
 
@@ -298,7 +298,10 @@ int run(const Options& opt, int rank, int n) {
   std::filesystem::create_directories(store_dir);
 
   gloo::transport::tcp::attr attr;
-  attr.hostname = "127.0.0.1";
+  // BRAID_GLOO_ADDR: the address this rank's pairs bind and advertise (an emulated host's,
+  // bench/tcp_striping.sh); 127.0.0.1 otherwise, the one host of compare_collectives.sh.
+  const char* addr = std::getenv("BRAID_GLOO_ADDR");
+  attr.hostname = addr != nullptr && *addr != '\0' ? addr : "127.0.0.1";
   auto device = gloo::transport::tcp::CreateDevice(attr);
   gloo::rendezvous::FileStore store(store_dir.string());
   auto rendezvous = std::make_shared<gloo::rendezvous::Context>(rank, n);
@@ -314,8 +317,8 @@ int run(const Options& opt, int rank, int n) {
 
   const bool ring = opt.algorithm == Algorithm::kRing;
   if (rank == 0) {
-    std::printf("# braid-gloo-allreduce %s: %d ranks, %s, in-place, TCP 127.0.0.1\n", ring ? "ring" : "halving_doubling",
-                n, ring ? "gloo::AllreduceRing" : "gloo::AllreduceHalvingDoubling");
+    std::printf("# braid-gloo-allreduce %s: %d ranks, %s, in-place, TCP %s\n", ring ? "ring" : "halving_doubling", n,
+                ring ? "gloo::AllreduceRing" : "gloo::AllreduceHalvingDoubling", attr.hostname.c_str());
     std::printf("# Gloo %d.%d.%d\n", GLOO_VERSION_MAJOR, GLOO_VERSION_MINOR, GLOO_VERSION_PATCH);
     std::printf("# time = slowest rank, median of %d batches; busbw = algbw * 2(n-1)/n\n", opt.repeats);
     std::printf("# %12s %11s %5s %6s %11s %12s %12s %7s\n", "size", "count", "type", "redop", "time(us)",

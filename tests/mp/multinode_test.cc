@@ -1,7 +1,8 @@
 // Multi-node braid-run (docs/multinode.md) on two emulated hosts, network namespaces joined by
 // a veth pair, one braid-run in each (--nnodes 2 --nproc-per-node 2, node 0 at 10.77.0.1):
 //   - the collectives (allreduce grid, alltoall/alltoallv) bit for bit against the reference,
-//     shared memory inside each host and TCP between;
+//     shared memory inside each host and TCP between, on one TCP connection per pair and
+//     striped over three (BRAID_TCP_STREAMS=3);
 //   - braid-train, one rank per node: the same final parameters as one braid-run whose 2 ranks
 //     emulate the same 2 hosts by BRAID_HOST_ID (same seed, data and algorithms: bitwise equal);
 //   - failure: a rank killed, a node's braid-run killed, the link cut: every braid-run exits
@@ -51,6 +52,21 @@ TEST_F(MultiNodeTest, CollectivesAcrossTwoHostsMatchTheReferenceExactly) {
                                             std::vector<std::string>{"alltoall"}}) {
     TwoNodes nodes = run_to_success(*hosts_, test_program_path("braid-test-rank"), scenario, 60);
     // Node-major numbering: node 0 holds ranks 0 and 1, node 1 ranks 2 and 3.
+    for (int rank = 0; rank < 4; ++rank) {
+      const std::string& out = nodes.result[rank / 2].out;
+      EXPECT_NE(out.find("PASS " + scenario[0] + " rank " + std::to_string(rank)), std::string::npos)
+          << "rank " << rank << " on node " << rank / 2 << ":\n" << nodes.output();
+    }
+  }
+}
+
+// The same grid with every pair of ranks across the hosts on 3 TCP connections: the grid's
+// 1000003-element cases send messages of megabytes, striped over all three.
+TEST_F(MultiNodeTest, CollectivesOverStripedTcpMatchTheReferenceExactly) {
+  for (std::vector<std::string> scenario : {std::vector<std::string>{"collectives", "allreduce"},
+                                            std::vector<std::string>{"alltoall"}}) {
+    TwoNodes nodes = run_to_success(*hosts_, test_program_path("braid-test-rank"), scenario, 60, 2,
+                                    {"BRAID_TIMEOUT=60", "BRAID_TCP_STREAMS=3"});
     for (int rank = 0; rank < 4; ++rank) {
       const std::string& out = nodes.result[rank / 2].out;
       EXPECT_NE(out.find("PASS " + scenario[0] + " rank " + std::to_string(rank)), std::string::npos)

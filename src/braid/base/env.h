@@ -82,6 +82,10 @@ inline constexpr Variable kTransport{"BRAID_TRANSPORT", "auto", "auto (shm withi
     one_of("auto|shm|tcp")};
 inline constexpr Variable kTls{"BRAID_TLS", "off", "on: every TCP connection between ranks runs TLS 1.3 keyed by the job token (encrypted and authenticated; every rank must agree); off: plain TCP",
     one_of("off|on")};
+inline constexpr Variable kTcpStreams{"BRAID_TCP_STREAMS", "1", "TCP connections per pair of ranks; messages of at least 512 KiB are striped over them (1 under BRAID_TLS=on; every rank must agree)",
+    integer(1, 16)};
+inline constexpr Variable kTcpBufferBytes{"BRAID_TCP_BUFFER_BYTES", "0", "SO_SNDBUF and SO_RCVBUF of every TCP connection between ranks; 0 leaves them to the kernel's autotuning",
+    integer(0, kGiB)};
 inline constexpr Variable kHostId{"BRAID_HOST_ID", "", "host identity; ranks with equal ids use shared memory (default: hostname + boot id)"};
 inline constexpr Variable kBindAddr{"BRAID_BIND_ADDR", "", "address transport listeners bind to and advertise (default: loopback, or the local address that reaches the master when it is not local)"};
 inline constexpr Variable kSpinUs{"BRAID_SPIN_US", "50", "microseconds a waiting rank polls before it sleeps on a futex / poll",

@@ -154,7 +154,9 @@ std::shared_ptr<Fabric> connect_fabric(const RankInfo& info, const Topology& top
   if (!remote.empty()) {
     std::string bind = transport_bind_address(info);
     tcp::TcpOptions options{.rank = info.rank, .peers = remote, .bind_addr = bind, .advertise_addr = bind,
-                            .token = info.job_token, .tls = env::get_choice(env::kTls) == "on"};
+                            .token = info.job_token, .tls = env::get_choice(env::kTls) == "on",
+                            .streams = static_cast<int>(env::get_int(env::kTcpStreams)),
+                            .buffer_bytes = static_cast<std::size_t>(env::get_int(env::kTcpBufferBytes))};
     if (bind == "0.0.0.0") options.advertise_addr = net::route_source_address(info.master_addr, info.master_port);
     transports.push_back(tcp::TcpTransport::connect(options, store, deadline));
     for (int r : remote) route[static_cast<std::size_t>(r)] = static_cast<int>(transports.size() - 1);

@@ -6,20 +6,28 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <utility>
 
 #include <fmt/format.h>
 
 #include "braid/bootstrap/socket.h"
+#include "braid/transport/tcp/stripe_plan.h"
 #include "braid/transport/tcp/tcp_peer.h"
 
 namespace braid::tcp {
 
 namespace {
 
-// One syscall moves at most this much, so a huge message cannot starve the other peers.
-constexpr std::size_t kMaxIo = std::size_t{1} << 26;
-
 bool would_block(int err) { return err == EAGAIN || err == EWOULDBLOCK; }
+
+// Reads and drops until the peer's EOF (or `deadline`), so that closing sends no RST.
+void drain_to_eof(int fd, Deadline deadline) {
+  char sink[4096];
+  while (net::wait_ready(fd, POLLIN, deadline)) {
+    ssize_t n = ::recv(fd, sink, sizeof sink, MSG_DONTWAIT);
+    if (n == 0 || (n < 0 && !would_block(errno) && errno != EINTR)) break;
+  }
+}
 
 }  // namespace
 
@@ -35,6 +43,7 @@ TcpTransport::Peer& TcpTransport::peer(int rank) {
 void TcpTransport::post_send(const RequestPtr& send) {
   Peer& p = peer(send->peer);
   if (p.state != Peer::State::kOpen) throw_lost(p, p.lost_reason);
+  post_stripes(p, send);
   p.sends.push_back(send);
 }
 
@@ -52,6 +61,7 @@ bool TcpTransport::progress() {
   for (auto& p : peers_) {
     moved |= progress_recvs(*p);
     moved |= progress_sends(*p);
+    moved |= progress_stripes(*p);
   }
   return moved;
 }
@@ -87,6 +97,8 @@ bool TcpTransport::progress_sends(Peer& p) {
       p.out_header = make_data_header(next.key, next.envelope);
       if (next.inject_corrupt_header) [[unlikely]] p.out_header.seq ^= 1;  // after the CRC: fault injection
       p.out_header_sent = 0;
+      p.out_payload_bytes = stripe_span(next.envelope.bytes, stripe_count(next.envelope.bytes, p.streams()), 0).bytes;
+      p.out_payload_sent = 0;
       p.out_active = true;
     }
     Request& r = *p.sends.front();
@@ -95,8 +107,10 @@ bool TcpTransport::progress_sends(Peer& p) {
     if (p.out_header_sent < sizeof(WireHeader)) {
       iov[count++] = {reinterpret_cast<char*>(&p.out_header) + p.out_header_sent, sizeof(WireHeader) - p.out_header_sent};
     }
-    std::uint64_t left = r.envelope.bytes - r.transferred;
-    if (left > 0) iov[count++] = {r.data + r.transferred, static_cast<std::size_t>(std::min<std::uint64_t>(left, kMaxIo))};
+    std::uint64_t left = p.out_payload_bytes - p.out_payload_sent;
+    if (left > 0) {
+      iov[count++] = {r.data + p.out_payload_sent, static_cast<std::size_t>(std::min<std::uint64_t>(left, kMaxIo))};
+    }
     if (count > 0) {
       ssize_t n = send_parts(p, iov, count);
       if (n < 0) {
@@ -109,12 +123,15 @@ bool TcpTransport::progress_sends(Peer& p) {
       auto sent = static_cast<std::size_t>(n);
       std::size_t header_part = std::min(sent, sizeof(WireHeader) - p.out_header_sent);
       p.out_header_sent += header_part;
+      p.out_payload_sent += sent - header_part;
       r.transferred += sent - header_part;
     }
-    if (p.out_header_sent == sizeof(WireHeader) && r.transferred == r.envelope.bytes) {
-      r.finish();
+    if (p.out_header_sent == sizeof(WireHeader) && p.out_payload_sent == p.out_payload_bytes) {
+      // The other streams may still be sending their stripes: whichever ends last finishes it.
+      RequestPtr done = std::move(p.sends.front());
       p.sends.pop_front();
       p.out_active = false;
+      if (done->transferred == done->envelope.bytes) done->finish();
     }
   }
   return moved;
@@ -183,6 +200,7 @@ void TcpTransport::start_frame(Peer& p) {
   switch (static_cast<FrameType>(p.in_header.frame)) {
     case FrameType::kData:
       p.incoming = p.matcher.begin_message(p.in_header);
+      receive_stripes(p);
       p.reading = Peer::ReadTarget::kDataPayload;
       break;
     case FrameType::kAbort:
@@ -202,9 +220,10 @@ TcpTransport::Received TcpTransport::read_data_payload(Peer& p) {
   auto want = static_cast<std::size_t>(std::min<std::uint64_t>(m.remaining(), kMaxIo));
   Received step = receive(p, m.dst + m.received, want);
   m.received += step.bytes;
-  if (m.recv) m.recv->transferred = m.received;
+  if (m.recv && !p.striped_in) m.recv->transferred = m.received;
   if (m.remaining() == 0) {
-    p.matcher.finish_message(m);
+    if (p.striped_in) stripe_arrived(p, m.bytes, std::exchange(p.striped_in, nullptr));
+    else p.matcher.finish_message(m);
     p.incoming.reset();
     p.reading = Peer::ReadTarget::kHeader;
   }
@@ -258,7 +277,11 @@ void TcpTransport::check_silent_peers() {
   next_silence_check_ = Clock::now() + std::chrono::seconds(1);
   for (auto& p : peers_) {
     if (p->state != Peer::State::kOpen) continue;
-    if (auto silent = p->silence.check(p->fd.get(), lost_after_)) {
+    std::optional<Seconds> silent = p->silence.check(p->fd.get(), lost_after_);
+    for (StripeStream& s : p->stripes) {
+      if (!silent) silent = s.silence.check(s.fd.get(), lost_after_);
+    }
+    if (silent) {
       p->state = Peer::State::kLost;
       p->lost_reason = fmt::format(
           "rank {} has acknowledged nothing for {:.1f} s while this rank kept retrying (link cut, packets dropped or "
@@ -284,6 +307,12 @@ void TcpTransport::arm_wakeup(WakeupArm& arm) {
     short events = POLLIN;
     if (p->wants_to_write()) events |= POLLOUT;
     arm.poll_fds.push_back(pollfd{.fd = p->fd.get(), .events = events, .revents = 0});
+    // An extra stream is read only while a stripe is expected on it (tcp_stripe_stream.h):
+    // waiting for POLLIN otherwise would wake at once for bytes nobody may read yet.
+    for (const StripeStream& s : p->stripes) {
+      short stripe_events = static_cast<short>((s.in.empty() ? 0 : POLLIN) | (s.out.empty() ? 0 : POLLOUT));
+      if (stripe_events != 0) arm.poll_fds.push_back(pollfd{.fd = s.fd.get(), .events = stripe_events, .revents = 0});
+    }
   }
 }
 
@@ -324,6 +353,18 @@ void TcpTransport::fail_all(const std::exception_ptr& error) noexcept {
     if (p->incoming && p->incoming->recv) p->incoming->recv->fail(error);
     p->incoming.reset();
     if (p->reading == Peer::ReadTarget::kDataPayload) p->reading = Peer::ReadTarget::kHeader;
+    p->striped_in.reset();
+    for (StripeStream& s : p->stripes) {
+      for (StripeOut& out : s.out) {
+        if (!out.send->complete.load(std::memory_order_acquire)) out.send->fail(error);
+      }
+      s.out.clear();
+      for (StripeIn& in : s.in) {
+        const RequestPtr& recv = in.target->message.recv;
+        if (recv && !recv->complete.load(std::memory_order_acquire)) recv->fail(error);
+      }
+      s.in.clear();
+    }
     p->matcher.fail_all(error);
   }
 }
@@ -338,6 +379,7 @@ bool TcpTransport::close_for_fault(int rank) noexcept {
   Peer& p = peer(rank);
   if (p.state != Peer::State::kOpen) return false;
   ::shutdown(p.fd.get(), SHUT_RDWR);
+  for (StripeStream& s : p.stripes) ::shutdown(s.fd.get(), SHUT_RDWR);
   return true;
 }
 
@@ -354,16 +396,16 @@ void TcpTransport::shutdown(Deadline deadline) noexcept {
       else net::write_all(p->fd.get(), p->control.data(), p->control.size(), deadline, {.rank = options_.rank, .peer = p->rank, .op = "shutdown"});
       p->control.clear();
       ::shutdown(p->fd.get(), SHUT_WR);
+      for (StripeStream& s : p->stripes) {
+        if (s.out.empty()) ::shutdown(s.fd.get(), SHUT_WR);  // else abandoned mid-stripe: the peer sees EOF
+      }
     } catch (...) {
     }
   }
   for (auto& p : peers_) {
     if (p->state != Peer::State::kOpen) continue;
-    char sink[4096];
-    while (net::wait_ready(p->fd.get(), POLLIN, deadline)) {
-      ssize_t n = ::recv(p->fd.get(), sink, sizeof sink, MSG_DONTWAIT);
-      if (n == 0 || (n < 0 && !would_block(errno) && errno != EINTR)) break;
-    }
+    drain_to_eof(p->fd.get(), deadline);
+    for (StripeStream& s : p->stripes) drain_to_eof(s.fd.get(), deadline);
     p->state = Peer::State::kClosed;
   }
 }

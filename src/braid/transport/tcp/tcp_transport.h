@@ -1,9 +1,21 @@
-// Point-to-point transport over TCP: one connection per pair of ranks, full duplex,
-// TCP_NODELAY, non-blocking, optionally inside TLS 1.3 (BRAID_TLS=on: tls_session.h; then
-// headers and payloads are written as TLS records instead of by writev). Each direction is a stream of frames (message_header.h): a data
-// frame's payload is written straight from the sender's buffer (writev of header + payload)
-// and read straight into the matched receive's buffer, so large messages stream without a
-// staging copy. Abort and bye control frames travel between data frames.
+// Point-to-point transport over TCP: BRAID_TCP_STREAMS connections per pair of ranks (1 by
+// default), full duplex, TCP_NODELAY, non-blocking, optionally inside TLS 1.3 (BRAID_TLS=on:
+// tls_session.h; then headers and payloads are written as TLS records instead of by writev,
+// and a pair runs one connection). Each direction of stream 0 is a stream of frames
+// (message_header.h): a data frame's payload is written straight from the sender's buffer
+// (writev of header + payload) and read straight into the matched receive's buffer, so large
+// messages stream without a staging copy. Abort and bye control frames travel between data
+// frames.
+//
+// Striping (tcp_stripe_stream.h, stripe_plan.h): a message large enough is cut into one stripe
+// per stream; stream 0 carries its header and first stripe, stream i its stripe i, all at once,
+// each read straight into its place in the matched receive's buffer. One TCP connection is
+// bounded by its congestion window and by the one core that runs its softirq work; several
+// fill a link that one cannot (NCCL's NCCL_NSOCKS_PERTHREAD). Small messages stay on stream 0:
+// their order and latency are unchanged. A peer lost on any of its streams is lost.
+//
+// BRAID_TCP_BUFFER_BYTES fixes SO_SNDBUF/SO_RCVBUF of every connection; 0 (the default) leaves
+// them to the kernel's autotuning (docs/transports.md says why).
 //
 // A connection that reaches EOF after the peer's bye frame was closed in order; one that
 // reaches EOF (or ECONNRESET) without it means the peer died. Either way a pending or later
@@ -34,6 +46,8 @@ class KeyValueStore;
 
 namespace braid::tcp {
 
+struct StripedIncoming;  // tcp_stripe_stream.h
+
 struct TcpOptions {
   int rank = 0;
   std::vector<int> peers;        // global ranks reached over TCP (ascending, without `rank`)
@@ -41,6 +55,8 @@ struct TcpOptions {
   std::string advertise_addr;    // what peers are told to connect to
   std::string token;             // the job token every connection proves
   bool tls = false;              // BRAID_TLS: every connection also runs TLS 1.3 (tls_session.h)
+  int streams = 1;               // BRAID_TCP_STREAMS: connections per pair (1 under TLS)
+  std::size_t buffer_bytes = 0;  // BRAID_TCP_BUFFER_BYTES: SO_SNDBUF/SO_RCVBUF; 0 = autotuning
 };
 
 class TcpTransport final : public Transport {
@@ -89,6 +105,15 @@ class TcpTransport final : public Transport {
   Received read_abort_text(Peer& p);
   void start_frame(Peer& p);
   void on_eof(Peer& p, int err);
+  // Striping (tcp_stripes.cc): the stripes beyond the first of a send being posted, and of a
+  // message whose header stream 0 just read; moving the extra streams' bytes.
+  void post_stripes(Peer& p, const RequestPtr& send);
+  void receive_stripes(Peer& p);
+  void stripe_arrived(Peer& p, std::uint64_t bytes, const std::shared_ptr<StripedIncoming>& target);
+  bool progress_stripes(Peer& p);
+  bool progress_stripe_sends(Peer& p, int stream);
+  bool progress_stripe_recvs(Peer& p, int stream);
+  void stripe_stream_failed(Peer& p, int stream, int err);
   [[noreturn]] void throw_lost(const Peer& p, const std::string& why) const;
   void check_silent_peers();
 
