@@ -125,7 +125,7 @@ bool KvStreamSender::send_ready_layers(Request& r) {
     moved = out.drain() || moved;
     const std::int64_t posted = out.post(comm_, r.blocks, r.ready_layers);
     r.bytes += posted;
-    moved = moved || posted > 0;
+    moved = out.drain() || moved || posted > 0;
   }
   return moved;
 }
@@ -149,7 +149,9 @@ bool KvStreamSender::progress(Request& r) {
       ++r.granted;
       moved = true;
     }
-    if (r.granted == static_cast<int>(r.pairs.size()) && r.arrival_receives.empty()) post_arrival_receives(r);
+    // Once: an arrival may complete before this rank has seen its last send complete, and a
+    // second receive on the grant tag would wait for a message that never comes.
+    if (r.granted == static_cast<int>(r.pairs.size()) && r.arrivals.empty()) post_arrival_receives(r);
     if (r.granted == static_cast<int>(r.pairs.size())) {
       moved = send_ready_layers(r) || moved;
       // Tested while layers are still to come too: on a lost decode rank this is what fails.
