@@ -3,7 +3,7 @@
 //
 //   braid-run -n 2 braid-kv-bench [--layers 32 --kv-heads 8 --head-dim 128 --block 16 --bytes 2
 //                                  --tokens 1024 --reps 10 --compute-ms 0 --chunk-bytes 2097152
-//                                  --blocks scattered]
+//                                  --blocks scattered --pack-shm]
 //
 // Per repetition (medians printed):
 //   sendrecv  rank 0 sends each layer's bytes as one message from a contiguous buffer, rank 1
@@ -12,7 +12,8 @@
 //   kv-stream one request through KvStreamSender / KvStreamReceiver: paged blocks on both sides
 //             (--blocks scattered: in reverse order in memory, so each side packs / unpacks
 //             through staging; adjacent: in order, sent and received in place), messages of
-//             --chunk-bytes (the spec's chunk_bytes), header, grant, ack
+//             --chunk-bytes on TCP (the spec's chunk_bytes; over shm only with --pack-shm),
+//             header, grant, ack
 //   kv-unpacked the same with chunk_bytes 0 (one message per block segment), alternating with
 //             kv-stream in the same run
 // With --compute-ms C > 0 it also prints time to first token's transfer part: prefill "computes"
@@ -45,6 +46,7 @@ struct Options {
   double compute_ms = 0;
   std::int64_t chunk_bytes = braid::serving::kDefaultKvChunkBytes;
   std::string blocks = "scattered";
+  bool pack_shm = false;
 };
 
 double median(std::vector<double> v) {
@@ -129,6 +131,7 @@ int main(int argc, char** argv) {
   app.add_option("--reps", o.reps, "repetitions (medians printed)")->capture_default_str();
   app.add_option("--chunk-bytes", o.chunk_bytes, "the most bytes of a layer per message; 0: one per block segment")
       ->capture_default_str();
+  app.add_flag("--pack-shm", o.pack_shm, "pack over shared memory too (the spec's pack_shm)");
   app.add_option("--blocks", o.blocks, "the paged blocks in memory: scattered (reverse order) or adjacent")
       ->check(CLI::IsMember({"scattered", "adjacent"}))
       ->capture_default_str();
@@ -140,7 +143,7 @@ int main(int argc, char** argv) {
     const KvStreamSpec spec{.layout = {.layers = o.layers, .kv_heads = o.kv_heads, .head_dim = o.head_dim,
                                        .block_tokens = o.block, .element_bytes = o.bytes},
                             .prefill_ranks = 1, .prefill_tp = 1, .decode_tp = 1, .max_tokens = o.tokens, .max_in_flight = 1,
-                            .chunk_bytes = o.chunk_bytes};
+                            .chunk_bytes = o.chunk_bytes, .pack_shm = o.pack_shm};
     KvStreamSpec unpacked = spec;
     unpacked.chunk_bytes = 0;
     const bool adjacent = o.blocks == "adjacent";

@@ -3,7 +3,7 @@
 //                     P prefill ranks with TP p, the rest decode with TP d: several requests in
 //                     flight from every prefill instance, layers interleaved; every decode rank
 //                     checks every byte it received and prints BYTES per request. CHUNK: the
-//                     spec's chunk bytes (default: the spec's default); BLOCKS: "scattered"
+//                     spec's chunk bytes, on shm too (default: the spec's, shm unpacked); BLOCKS: "scattered"
 //                     (default: reversed in memory), "adjacent" (in order) on both sides or
 //                     "prefill-adjacent" (in order on the prefill side only)
 //   backpressure      1 prefill + 1 decode rank, 2 requests in flight, room for 1 at the decode rank
@@ -109,7 +109,10 @@ int decode_roundtrip(Communicator& comm, const serving::KvStreamSpec& spec, bool
 
 int scenario_roundtrip(Communicator& comm, const Args& args) {
   serving::KvStreamSpec spec = test_spec(std::stoi(args.at(0)), std::stoi(args.at(1)), std::stoi(args.at(2)));
-  if (args.size() > 3) spec.chunk_bytes = std::stoll(args.at(3));
+  if (args.size() > 3) {  // the packed path on every transport, shm included
+    spec.chunk_bytes = std::stoll(args.at(3));
+    spec.pack_shm = true;
+  }
   const std::string blocks = args.size() > 4 ? args.at(4) : "scattered";
   const bool prefill_adjacent = blocks == "adjacent" || blocks == "prefill-adjacent";
   const int rc = comm.rank() < spec.prefill_ranks ? prefill_roundtrip(comm, spec, prefill_adjacent)

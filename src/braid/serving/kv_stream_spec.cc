@@ -53,8 +53,12 @@ void agree_on_kv_stream(Communicator& comm, const KvStreamSpec& s, const char* o
       {"element bytes", s.layout.element_bytes}, {"prefill ranks", s.prefill_ranks},
       {"prefill tp", s.prefill_tp},          {"decode tp", s.decode_tp},
       {"max tokens", s.max_tokens},          {"max in flight", s.max_in_flight},
-      {"chunk bytes", s.chunk_bytes}};
+      {"chunk bytes", s.chunk_bytes},           {"pack shm", s.pack_shm ? 1 : 0}};
   parallel::agree_on_fields(comm, fields, op);
+}
+
+std::int64_t chunk_bytes_to(const Communicator& comm, const KvStreamSpec& spec, int peer) {
+  return comm.transport_to(peer) == "shm" && !spec.pack_shm ? 0 : spec.chunk_bytes;
 }
 
 template <typename Byte>

@@ -41,15 +41,22 @@ struct KvStreamSpec {
   int decode_tp = 1;              // divides the decode ranks and the layout's KV heads
   std::int64_t max_tokens = 4096; // the context: a request's tokens in [1, max_tokens]
   int max_in_flight = 4;          // requests one prefill rank has submitted and not finished
-  // The most bytes of one layer of one (prefill, decode) pair per message; 0: one message per
-  // block segment. The default was measured (docs/performance.md, "KV transfer packed").
+  // The most bytes of one layer of one (prefill, decode) pair per message on a TCP link; 0: one
+  // message per block segment. Over shared memory a message costs little and packing costs two
+  // copies, so shm links keep one message per segment unless pack_shm. Both defaults were
+  // measured (docs/performance.md, "KV transfer packed").
   std::int64_t chunk_bytes = kDefaultKvChunkBytes;
+  bool pack_shm = false;
 
   int prefill_instances() const { return prefill_ranks / prefill_tp; }
   int decode_instances(int world) const { return (world - prefill_ranks) / decode_tp; }
   int prefill_comm_rank(int instance, int tp_rank) const { return instance * prefill_tp + tp_rank; }
   int decode_comm_rank(int instance, int tp_rank) const { return prefill_ranks + instance * decode_tp + tp_rank; }
 };
+
+// The chunk size of the link to `peer` (both ends see the same transport, so they agree): 0
+// (one message per segment) on shm unless spec.pack_shm, spec.chunk_bytes otherwise.
+std::int64_t chunk_bytes_to(const Communicator& comm, const KvStreamSpec& spec, int peer);
 
 // Request ids travel in tags (data: id, grant: kGrantTagBase + id), so they are limited.
 inline constexpr std::int64_t kMaxKvRequestId = (std::int64_t{1} << 28) - 1;
