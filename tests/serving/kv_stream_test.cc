@@ -169,6 +169,7 @@ TEST(KvStream, LayoutMismatchIsAMismatchOnBothSides) {
   expect_passed(r, "layout-mismatch", 2);
   EXPECT_EQ(r.count("MISMATCH braid::Mismatch"), 2) << r.output;
   EXPECT_EQ(r.count("ranks disagree on head dim: rank 0 has 8, rank 1 has 16"), 2) << r.output;
+  EXPECT_EQ(r.count("chunk bytes: rank 0 has 2097152, rank 1 has 4096"), 2) << r.output;
 }
 
 TEST(KvStream, DecodeRankKilledMidTransferFailsOnlyItsRequest) {

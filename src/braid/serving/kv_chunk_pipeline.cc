@@ -15,13 +15,15 @@ int KvStagingRing::acquire() {
   return static_cast<int>(slots_.size()) - 1;
 }
 
-KvChunkOutbox::KvChunkOutbox(std::vector<KvChunk> layer_chunks, std::int64_t blocks_per_layer, int peer, int tag)
-    : chunks_(std::move(layer_chunks)), blocks_per_layer_(blocks_per_layer), peer_(peer), tag_(tag),
+KvChunkOutbox::KvChunkOutbox(std::vector<KvChunk> layer_chunks, std::int64_t blocks_per_layer, int peer, int tag,
+                             bool packed)
+    : chunks_(std::move(layer_chunks)), blocks_per_layer_(blocks_per_layer), peer_(peer), tag_(tag), packed_(packed),
       staging_(kv_largest_chunk(chunks_)) {}
 
 std::int64_t KvChunkOutbox::post(Communicator& comm, std::span<const std::span<const std::byte>> blocks, int ready_layers) {
   std::int64_t bytes = 0;
   for (; next_ < total(ready_layers); ++next_) {
+    if (packed_ && in_flight_.size() >= static_cast<std::size_t>(kKvStagingSlots)) break;
     const KvChunk& chunk = chunks_[next_ % chunks_.size()];
     const auto layer = static_cast<std::size_t>(next_ / chunks_.size());
     const auto layer_blocks = blocks.subspan(layer * static_cast<std::size_t>(blocks_per_layer_),

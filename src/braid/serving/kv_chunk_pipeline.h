@@ -43,7 +43,11 @@ class KvStagingRing {
 
 class KvChunkOutbox {
  public:
-  KvChunkOutbox(std::vector<KvChunk> layer_chunks, std::int64_t blocks_per_layer, int peer, int tag);
+  // packed: the chunks were cut by a chunk size (not one per segment): then at most
+  // kKvStagingSlots sends are in flight, staged or not, so a sender whose blocks are adjacent
+  // cannot run ahead of a receiver that stages by more than that (and the socket's buffer):
+  // what the receiver has not posted a receive for, the transport buffers.
+  KvChunkOutbox(std::vector<KvChunk> layer_chunks, std::int64_t blocks_per_layer, int peer, int tag, bool packed);
   // Posts the chunks of layers [0, ready_layers) not posted yet, in order, while staging allows;
   // blocks: the request's layer-major blocks. Returns the bytes posted.
   std::int64_t post(Communicator& comm, std::span<const std::span<const std::byte>> blocks, int ready_layers);
@@ -61,6 +65,7 @@ class KvChunkOutbox {
   std::int64_t blocks_per_layer_;
   int peer_;
   int tag_;
+  bool packed_;
   std::size_t next_ = 0;  // over every layer: layer next_ / chunks_.size()
   std::deque<InFlight> in_flight_;
   KvStagingRing staging_;

@@ -112,8 +112,9 @@ void KvStreamSender::layer_ready(std::int64_t id, int layer) {
 void KvStreamSender::make_outboxes(Request& r) {
   for (const KvTransferPair& pair : r.pairs) {
     const int peer = spec_.decode_comm_rank(r.decode_instance, pair.decode_rank);
-    r.outboxes.emplace_back(kv_layer_chunks(r.plan, pair, chunk_bytes_to(comm_, spec_, peer)), r.plan.blocks, peer,
-                            static_cast<int>(r.id));
+    const std::int64_t chunk_bytes = chunk_bytes_to(comm_, spec_, peer);
+    r.outboxes.emplace_back(kv_layer_chunks(r.plan, pair, chunk_bytes), r.plan.blocks, peer, static_cast<int>(r.id),
+                            chunk_bytes > 0);
   }
 }
 
