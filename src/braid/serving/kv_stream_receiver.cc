@@ -123,8 +123,8 @@ bool KvStreamReceiver::allocate_queued() {
 // Posts the layers' receives into the request's blocks (as far as staging allows), then tells
 // the prefill rank to send.
 void KvStreamReceiver::grant(Request& r, Incoming& in, std::int64_t id) {
-  in.inbox.emplace(kv_layer_chunks(r.plan, in.pair, chunk_bytes_to(comm_, spec_, in.peer)), r.plan.blocks, spec_.layout.layers, in.peer,
-                   static_cast<int>(id));
+  in.inbox.emplace(kv_layer_chunks(r.plan, in.pair, chunk_bytes_to(comm_, spec_, in.peer)), r.plan.blocks,
+                   spec_.layout.layers, in.peer, static_cast<int>(id));
   in.inbox->advance(comm_, *r.blocks);
   in.granted = true;
   in.grant = {static_cast<std::int64_t>(KvMessageKind::kGranted), id, 0, 0};
