@@ -2,14 +2,20 @@
 // point-to-point at the same bytes, between rank 0 (prefill) and rank 1 (decode), in one run.
 //
 //   braid-run -n 2 braid-kv-bench [--layers 32 --kv-heads 8 --head-dim 128 --block 16 --bytes 2
-//                                  --tokens 1024 --reps 10 --compute-ms 0]
+//                                  --tokens 1024 --reps 10 --compute-ms 0 --chunk-bytes 2097152
+//                                  --blocks scattered --pack-shm]
 //
 // Per repetition (medians printed):
 //   sendrecv  rank 0 sends each layer's bytes as one message from a contiguous buffer, rank 1
 //             receives them into one and answers with a 32-byte ack (the stream's protocol shape
 //             minus the header and grant)
 //   kv-stream one request through KvStreamSender / KvStreamReceiver: paged blocks on both sides
-//             (scattered in memory), one message per block segment, header, grant, ack
+//             (--blocks scattered: in reverse order in memory, so each side packs / unpacks
+//             through staging; adjacent: in order, sent and received in place), messages of
+//             --chunk-bytes on TCP (the spec's chunk_bytes; over shm only with --pack-shm),
+//             header, grant, ack
+//   kv-unpacked the same with chunk_bytes 0 (one message per block segment), alternating with
+//             kv-stream in the same run
 // With --compute-ms C > 0 it also prints time to first token's transfer part: prefill "computes"
 // each layer for C ms (a sleep: an accelerator's compute leaves the cores free) and either
 // streams layer by layer (overlap) or readies every layer after the last one is computed
@@ -21,6 +27,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -37,6 +44,9 @@ struct Options {
   int layers = 32, kv_heads = 8, head_dim = 128, block = 16, bytes = 2, reps = 10;
   std::int64_t tokens = 1024;
   double compute_ms = 0;
+  std::int64_t chunk_bytes = braid::serving::kDefaultKvChunkBytes;
+  std::string blocks = "scattered";
+  bool pack_shm = false;
 };
 
 double median(std::vector<double> v) {
@@ -44,10 +54,15 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
-// A pool of blocks handed out in reverse order: the spans of one request are not contiguous.
-std::vector<std::span<std::byte>> scattered(std::vector<std::byte>& pool, std::int64_t count, std::int64_t bytes) {
+// A pool of blocks handed out in reverse order (scattered: no two of a request adjacent in
+// order) or in order (adjacent).
+std::vector<std::span<std::byte>> pool_blocks(std::vector<std::byte>& pool, std::int64_t count, std::int64_t bytes,
+                                              bool adjacent) {
   std::vector<std::span<std::byte>> out;
-  for (std::int64_t i = 0; i < count; ++i) out.push_back({pool.data() + (count - 1 - i) * bytes, static_cast<std::size_t>(bytes)});
+  for (std::int64_t i = 0; i < count; ++i) {
+    const std::int64_t slot = adjacent ? i : count - 1 - i;
+    out.push_back({pool.data() + slot * bytes, static_cast<std::size_t>(bytes)});
+  }
   return out;
 }
 
@@ -74,10 +89,10 @@ double sendrecv_once(braid::Communicator& comm, std::vector<std::byte>& buffer, 
 // all after the last (after_prefill). Returns the seconds from start to the decode rank's
 // arrival (measured on rank 0: the arrival ack's receipt).
 double stream_once(braid::Communicator& comm, const KvStreamSpec& spec, std::vector<std::byte>& pool, std::int64_t id,
-                   std::int64_t tokens, double compute_ms, bool overlap) {
+                   std::int64_t tokens, double compute_ms, bool overlap, bool adjacent) {
   const std::int64_t blocks = spec.layout.blocks_for(tokens);
   const std::int64_t block_bytes = spec.layout.block_bytes(spec.layout.kv_heads);
-  auto spans = scattered(pool, spec.layout.layers * blocks, block_bytes);
+  auto spans = pool_blocks(pool, spec.layout.layers * blocks, block_bytes, adjacent);
   if (comm.rank() == 0) {
     braid::serving::KvStreamSender sender(comm, spec);  // collective (the layout agreed): not timed
     comm.barrier();
@@ -114,6 +129,12 @@ int main(int argc, char** argv) {
   app.add_option("--bytes", o.bytes, "bytes per element")->capture_default_str();
   app.add_option("--tokens", o.tokens, "prompt tokens of the request")->capture_default_str();
   app.add_option("--reps", o.reps, "repetitions (medians printed)")->capture_default_str();
+  app.add_option("--chunk-bytes", o.chunk_bytes, "the most bytes of a layer per message; 0: one per block segment")
+      ->capture_default_str();
+  app.add_flag("--pack-shm", o.pack_shm, "pack over shared memory too (the spec's pack_shm)");
+  app.add_option("--blocks", o.blocks, "the paged blocks in memory: scattered (reverse order) or adjacent")
+      ->check(CLI::IsMember({"scattered", "adjacent"}))
+      ->capture_default_str();
   app.add_option("--compute-ms", o.compute_ms, "per-layer prefill compute (sleep) for the TTFT rows; 0: none")
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
@@ -121,33 +142,41 @@ int main(int argc, char** argv) {
     braid::Communicator comm = braid::Communicator::init();
     const KvStreamSpec spec{.layout = {.layers = o.layers, .kv_heads = o.kv_heads, .head_dim = o.head_dim,
                                        .block_tokens = o.block, .element_bytes = o.bytes},
-                            .prefill_ranks = 1, .prefill_tp = 1, .decode_tp = 1, .max_tokens = o.tokens, .max_in_flight = 1};
+                            .prefill_ranks = 1, .prefill_tp = 1, .decode_tp = 1, .max_tokens = o.tokens, .max_in_flight = 1,
+                            .chunk_bytes = o.chunk_bytes, .pack_shm = o.pack_shm};
+    KvStreamSpec unpacked = spec;
+    unpacked.chunk_bytes = 0;
+    const bool adjacent = o.blocks == "adjacent";
     const std::int64_t total = spec.layout.sequence_bytes(o.tokens, o.kv_heads);
     const std::int64_t layer_bytes = total / o.layers;
     std::vector<std::byte> buffer(static_cast<std::size_t>(total), std::byte{1});  // touched once: pre-faulted
-    std::vector<double> p2p, stream;
+    std::vector<double> p2p, stream, per_segment;
     for (int r = 0; r < o.reps + 1; ++r) {  // the first of each is a warm-up
       const double a = sendrecv_once(comm, buffer, layer_bytes, o.layers);
-      const double b = stream_once(comm, spec, buffer, r, o.tokens, 0, true);
+      const double b = stream_once(comm, spec, buffer, r, o.tokens, 0, true, adjacent);
+      const double c = stream_once(comm, unpacked, buffer, 500 + r, o.tokens, 0, true, adjacent);
       if (r > 0) {
         p2p.push_back(a);
         stream.push_back(b);
+        per_segment.push_back(c);
       }
     }
     if (comm.rank() == 0) {
-      fmt::print("# {}, {} tokens: {} B per request, {} B per layer, {} B per block; {} over {}; medians of {}\n",
-                 spec.layout.describe(), o.tokens, total, layer_bytes, spec.layout.block_bytes(o.kv_heads),
-                 comm.transport_to(1), "2 ranks", o.reps);
+      fmt::print("# {}, {} tokens: {} B per request, {} B per layer, {} B per block, {} blocks, chunk {} B; {} over "
+                 "{}; medians of {}\n", spec.layout.describe(), o.tokens, total, layer_bytes,
+                 spec.layout.block_bytes(o.kv_heads), o.blocks, o.chunk_bytes, comm.transport_to(1), "2 ranks", o.reps);
       const double sr = static_cast<double>(total) / median(p2p) / 1e9;
       const double kv = static_cast<double>(total) / median(stream) / 1e9;
       fmt::print("sendrecv   {:10.3f} ms  {:7.2f} GB/s\n", median(p2p) * 1e3, sr);
       fmt::print("kv-stream  {:10.3f} ms  {:7.2f} GB/s  {:.3f} of sendrecv\n", median(stream) * 1e3, kv, kv / sr);
+      const double un = static_cast<double>(total) / median(per_segment) / 1e9;
+      fmt::print("kv-unpacked {:9.3f} ms  {:7.2f} GB/s  {:.3f} of sendrecv\n", median(per_segment) * 1e3, un, un / sr);
     }
     if (o.compute_ms > 0) {
       std::vector<double> overlap, after;
       for (int r = 0; r < o.reps; ++r) {
-        overlap.push_back(stream_once(comm, spec, buffer, 1000 + r, o.tokens, o.compute_ms, true));
-        after.push_back(stream_once(comm, spec, buffer, 2000 + r, o.tokens, o.compute_ms, false));
+        overlap.push_back(stream_once(comm, spec, buffer, 1000 + r, o.tokens, o.compute_ms, true, adjacent));
+        after.push_back(stream_once(comm, spec, buffer, 2000 + r, o.tokens, o.compute_ms, false, adjacent));
       }
       if (comm.rank() == 0) {
         fmt::print("ttft-transfer compute {} ms x {} layers: overlap {:.3f} ms, after prefill {:.3f} ms, saved {:.3f} ms\n",

@@ -38,15 +38,18 @@ struct KvRankBlocks {
   std::int64_t blocks = 0;
   int first_head = 0;
   int heads = 0;
-  std::vector<std::byte> storage;  // one allocation, cut into blocks in a scattered order
+  bool adjacent = false;            // blocks in order in memory (else reversed: never adjacent)
+  std::vector<std::byte> storage;  // one allocation, cut into blocks
 
-  KvRankBlocks(const KvBlockLayout& kv, std::int64_t tokens, int first, int count)
-      : layout(kv), blocks(kv.blocks_for(tokens)), first_head(first), heads(count),
+  KvRankBlocks(const KvBlockLayout& kv, std::int64_t tokens, int first, int count, bool in_order = false)
+      : layout(kv), blocks(kv.blocks_for(tokens)), first_head(first), heads(count), adjacent(in_order),
         storage(static_cast<std::size_t>(kv.layers * blocks * kv.block_bytes(count)), std::byte{0xee}) {}
 
-  // Block (layer, b) lives at slot (reversed order): the spans need not be contiguous in order.
+  // Block (layer, b) lives at slot layer x blocks + b when adjacent, else in reversed order (the
+  // spans need not be contiguous in order; the stream then packs them).
   std::span<std::byte> block(std::int64_t layer, std::int64_t b) {
-    const std::int64_t slot = layout.layers * blocks - 1 - (layer * blocks + b);
+    const std::int64_t index = layer * blocks + b;
+    const std::int64_t slot = adjacent ? index : layout.layers * blocks - 1 - index;
     const std::int64_t bytes = layout.block_bytes(heads);
     return {storage.data() + slot * bytes, static_cast<std::size_t>(bytes)};
   }

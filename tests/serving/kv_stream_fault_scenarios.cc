@@ -98,7 +98,10 @@ int scenario_malformed(Communicator& comm, const Args&) {
 
 int scenario_layout_mismatch(Communicator& comm, const Args&) {
   serving::KvStreamSpec spec = test_spec(1, 1, 1);
-  if (comm.rank() == 1) spec.layout.head_dim = 16;
+  if (comm.rank() == 1) {
+    spec.layout.head_dim = 16;
+    spec.chunk_bytes = 4096;  // the chunking decides the messages: it must agree too
+  }
   try {
     if (comm.rank() == 0) {
       serving::KvStreamSender sender(comm, spec);

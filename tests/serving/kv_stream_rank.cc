@@ -1,7 +1,11 @@
 // braid-kv-stream-rank SCENARIO ARGS...: the rank program of kv_stream_test.cc.
-//   roundtrip P p d   P prefill ranks with TP p, the rest decode with TP d: several requests in
+//   roundtrip P p d [CHUNK BLOCKS]
+//                     P prefill ranks with TP p, the rest decode with TP d: several requests in
 //                     flight from every prefill instance, layers interleaved; every decode rank
-//                     checks every byte it received and prints BYTES per request
+//                     checks every byte it received and prints BYTES per request. CHUNK: the
+//                     spec's chunk bytes, on shm too (default: the spec's, shm unpacked); BLOCKS: "scattered"
+//                     (default: reversed in memory), "adjacent" (in order) on both sides or
+//                     "prefill-adjacent" (in order on the prefill side only)
 //   backpressure      1 prefill + 1 decode rank, 2 requests in flight, room for 1 at the decode rank
 // The failure scenarios are in kv_stream_fault_scenarios.cc.
 #include <algorithm>
@@ -21,7 +25,7 @@ namespace {
 constexpr std::int64_t kRoundtripTokens[] = {1, 4, 5, 13, 16, 37};
 constexpr int kBatch = 3;  // requests whose layers interleave
 
-int prefill_roundtrip(Communicator& comm, const serving::KvStreamSpec& spec) {
+int prefill_roundtrip(Communicator& comm, const serving::KvStreamSpec& spec, bool adjacent) {
   serving::KvStreamSender sender(comm, spec);
   const int instance = comm.rank() / spec.prefill_tp;
   const int heads = spec.layout.kv_heads / spec.prefill_tp;
@@ -33,7 +37,8 @@ int prefill_roundtrip(Communicator& comm, const serving::KvStreamSpec& spec) {
     const std::int64_t last = std::min(count, first + kBatch);
     for (std::int64_t id = first; id < last; ++id) {
       const std::int64_t tokens = kRoundtripTokens[id];
-      caches.push_back(std::make_unique<KvRankBlocks>(spec.layout, tokens, (comm.rank() % spec.prefill_tp) * heads, heads));
+      caches.push_back(
+          std::make_unique<KvRankBlocks>(spec.layout, tokens, (comm.rank() % spec.prefill_tp) * heads, heads, adjacent));
       sender.submit(id, tokens, static_cast<int>((id + instance) % decode_instances), caches.back()->const_spans());
       const auto plan = serving::make_kv_transfer_plan(spec.layout, tokens, spec.prefill_tp, spec.decode_tp);
       for (const auto& pair : plan.pairs_from(comm.rank() % spec.prefill_tp)) expected_bytes += plan.pair_bytes(pair);
@@ -71,9 +76,9 @@ int expected_arrivals(const Communicator& comm, const serving::KvStreamSpec& spe
   return n;
 }
 
-int decode_roundtrip(Communicator& comm, const serving::KvStreamSpec& spec) {
+int decode_roundtrip(Communicator& comm, const serving::KvStreamSpec& spec, bool adjacent) {
   const int tp_rank = (comm.rank() - spec.prefill_ranks) % spec.decode_tp;
-  TestDecodeCache cache(spec, tp_rank, /*capacity=*/100);
+  TestDecodeCache cache(spec, tp_rank, /*capacity=*/100, adjacent);
   serving::KvStreamReceiver receiver(comm, spec, cache.allocator());
   int arrived = 0;
   while (!receiver.closed()) {
@@ -103,8 +108,15 @@ int decode_roundtrip(Communicator& comm, const serving::KvStreamSpec& spec) {
 }  // namespace
 
 int scenario_roundtrip(Communicator& comm, const Args& args) {
-  const serving::KvStreamSpec spec = test_spec(std::stoi(args.at(0)), std::stoi(args.at(1)), std::stoi(args.at(2)));
-  const int rc = comm.rank() < spec.prefill_ranks ? prefill_roundtrip(comm, spec) : decode_roundtrip(comm, spec);
+  serving::KvStreamSpec spec = test_spec(std::stoi(args.at(0)), std::stoi(args.at(1)), std::stoi(args.at(2)));
+  if (args.size() > 3) {  // the packed path on every transport, shm included
+    spec.chunk_bytes = std::stoll(args.at(3));
+    spec.pack_shm = true;
+  }
+  const std::string blocks = args.size() > 4 ? args.at(4) : "scattered";
+  const bool prefill_adjacent = blocks == "adjacent" || blocks == "prefill-adjacent";
+  const int rc = comm.rank() < spec.prefill_ranks ? prefill_roundtrip(comm, spec, prefill_adjacent)
+                                                  : decode_roundtrip(comm, spec, blocks == "adjacent");
   if (rc == 0) KV_SAY("PASS roundtrip rank %d", comm.rank());
   return rc;
 }

@@ -29,8 +29,8 @@ inline serving::KvStreamSpec test_spec(int prefill_ranks, int prefill_tp, int de
 // requests at once (the credit the receiver grants from).
 class TestDecodeCache {
  public:
-  TestDecodeCache(const serving::KvStreamSpec& spec, int tp_rank, int capacity)
-      : spec_(spec), tp_rank_(tp_rank), capacity_(capacity) {}
+  TestDecodeCache(const serving::KvStreamSpec& spec, int tp_rank, int capacity, bool adjacent = false)
+      : spec_(spec), tp_rank_(tp_rank), capacity_(capacity), adjacent_(adjacent) {}
 
   serving::KvBlockAllocator allocator() {
     return [this](std::int64_t id, std::int64_t tokens, int prefill) -> std::optional<std::vector<std::span<std::byte>>> {
@@ -39,7 +39,7 @@ class TestDecodeCache {
         return std::nullopt;
       }
       const int heads = spec_.layout.kv_heads / spec_.decode_tp;
-      auto blocks = std::make_unique<KvRankBlocks>(spec_.layout, tokens, tp_rank_ * heads, heads);
+      auto blocks = std::make_unique<KvRankBlocks>(spec_.layout, tokens, tp_rank_ * heads, heads, adjacent_);
       auto spans = blocks->spans();
       held_[{prefill, id}] = std::move(blocks);
       return spans;
@@ -54,6 +54,7 @@ class TestDecodeCache {
   serving::KvStreamSpec spec_;
   int tp_rank_;
   int capacity_;
+  bool adjacent_;
   int refused_ = 0;
   std::map<std::pair<int, std::int64_t>, std::unique_ptr<KvRankBlocks>> held_;
 };

@@ -3,6 +3,8 @@
 //   - every decode rank receives, bit for bit, what the prefill ranks holding its heads wrote,
 //     for 1->1, 2->1, 1->2, 2->2, 4->2 (shm and TCP), several requests in flight with their
 //     layers interleaved, and two prefill instances sharing request ids;
+//   - the same through the packed path (kv_chunk_pipeline.h) for 1->2, 2->1, 2->4 with chunk
+//     sizes that do and do not divide a layer, blocks scattered, adjacent, adjacent on one side;
 //   - the bytes received per request equal braid-plan kv's figure for it (plan/kv_cache.h);
 //   - back-pressure: 2 requests in flight at most, room for 1 at the decode rank: the queue
 //     holds the next one, nothing beyond the bounds;
@@ -67,12 +69,8 @@ void PrintTo(const Split& s, std::ostream* out) {
 
 class KvStreamTest : public ::testing::TestWithParam<Split> {};
 
-TEST_P(KvStreamTest, DecodeRanksReceiveEveryByteThePlannerCounts) {
-  const Split& s = GetParam();
-  const int ranks = s.prefill_ranks + s.decode_ranks;
-  const LaunchResult r = run(ranks, {"roundtrip", std::to_string(s.prefill_ranks), std::to_string(s.prefill_tp),
-                                     std::to_string(s.decode_tp)}, s.transport);
-  expect_passed(r, "roundtrip", ranks);
+// Every request arrived at its decode instance with, summed over its ranks, the planner's bytes.
+void expect_planner_bytes(const LaunchResult& r, const Split& s) {
   // Bytes per (prefill instance, request), summed over the decode ranks of its instance.
   std::map<std::pair<int, long long>, long long> bytes;
   for (const std::string& line : r.lines_with("BYTES rank")) {
@@ -91,10 +89,52 @@ TEST_P(KvStreamTest, DecodeRanksReceiveEveryByteThePlannerCounts) {
   }
 }
 
+TEST_P(KvStreamTest, DecodeRanksReceiveEveryByteThePlannerCounts) {
+  const Split& s = GetParam();
+  const int ranks = s.prefill_ranks + s.decode_ranks;
+  const LaunchResult r = run(ranks, {"roundtrip", std::to_string(s.prefill_ranks), std::to_string(s.prefill_tp),
+                                     std::to_string(s.decode_tp)}, s.transport);
+  expect_passed(r, "roundtrip", ranks);
+  expect_planner_bytes(r, s);
+}
+
 INSTANTIATE_TEST_SUITE_P(Splits, KvStreamTest,
                          ::testing::Values(Split{1, 1, 1, 1, "auto"}, Split{2, 2, 1, 1, "auto"}, Split{1, 1, 2, 2, "auto"},
                                            Split{2, 2, 2, 2, "auto"}, Split{2, 2, 1, 1, "tcp"},
                                            Split{1, 1, 2, 2, "tcp"}, Split{2, 1, 2, 1, "auto"}, Split{4, 4, 2, 2, "auto"}));
+
+// The packed path: TP reshards with a layer's blocks in messages of CHUNK bytes (3000: not a
+// divisor of a layer, and a 512 B K or V slice straddles no chunk; 0: one message per segment),
+// the blocks scattered (packed on both sides), adjacent (no staging) or adjacent on one side.
+struct Packed {
+  Split split;
+  const char* chunk;
+  const char* blocks;
+};
+
+void PrintTo(const Packed& p, std::ostream* out) {
+  PrintTo(p.split, out);
+  *out << ", chunk " << p.chunk << " B, blocks " << p.blocks;
+}
+
+class KvStreamPackedTest : public ::testing::TestWithParam<Packed> {};
+
+TEST_P(KvStreamPackedTest, DecodeRanksReceiveEveryByteBitForBit) {
+  const Packed& p = GetParam();
+  const int ranks = p.split.prefill_ranks + p.split.decode_ranks;
+  const LaunchResult r = run(ranks, {"roundtrip", std::to_string(p.split.prefill_ranks), std::to_string(p.split.prefill_tp),
+                                     std::to_string(p.split.decode_tp), p.chunk, p.blocks}, p.split.transport);
+  expect_passed(r, "roundtrip", ranks);  // each decode rank checked every byte it holds
+  expect_planner_bytes(r, p.split);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Reshards, KvStreamPackedTest,
+    ::testing::Values(Packed{{1, 1, 2, 2, "auto"}, "3000", "scattered"}, Packed{{2, 2, 1, 1, "tcp"}, "3000", "scattered"},
+                      Packed{{2, 2, 4, 4, "auto"}, "3000", "scattered"}, Packed{{1, 1, 2, 2, "tcp"}, "3000", "adjacent"},
+                      Packed{{2, 2, 1, 1, "auto"}, "1048576", "adjacent"},
+                      Packed{{2, 2, 4, 4, "tcp"}, "1048576", "prefill-adjacent"},
+                      Packed{{1, 1, 1, 1, "auto"}, "3000", "prefill-adjacent"}, Packed{{2, 2, 1, 1, "auto"}, "0", "scattered"}));
 
 TEST(KvStream, BackPressureHoldsRequestsInTheBoundedQueue) {
   const LaunchResult r = run(2, {"backpressure"});
@@ -129,6 +169,7 @@ TEST(KvStream, LayoutMismatchIsAMismatchOnBothSides) {
   expect_passed(r, "layout-mismatch", 2);
   EXPECT_EQ(r.count("MISMATCH braid::Mismatch"), 2) << r.output;
   EXPECT_EQ(r.count("ranks disagree on head dim: rank 0 has 8, rank 1 has 16"), 2) << r.output;
+  EXPECT_EQ(r.count("chunk bytes: rank 0 has 2097152, rank 1 has 4096"), 2) << r.output;
 }
 
 TEST(KvStream, DecodeRankKilledMidTransferFailsOnlyItsRequest) {

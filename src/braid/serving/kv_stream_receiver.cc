@@ -12,13 +12,6 @@ namespace {
 
 constexpr const char* kReceive = "kv receive";
 
-// Advances `next` over the receives that have completed; true if it moved.
-bool advance(std::vector<Work>& works, std::size_t& next) {
-  const std::size_t before = next;
-  while (next < works.size() && works[next].test()) ++next;
-  return next != before;
-}
-
 }  // namespace
 
 KvStreamReceiver::KvStreamReceiver(Communicator& comm, const KvStreamSpec& spec, KvBlockAllocator allocate)
@@ -127,19 +120,12 @@ bool KvStreamReceiver::allocate_queued() {
   return moved;
 }
 
-// Posts every layer's receives into the request's blocks, then tells the prefill rank to send.
+// Posts the layers' receives into the request's blocks (as far as staging allows), then tells
+// the prefill rank to send.
 void KvStreamReceiver::grant(Request& r, Incoming& in, std::int64_t id) {
-  const auto segments = r.plan.segments(in.pair);
-  in.per_layer = static_cast<std::size_t>(r.plan.blocks) * segments.size();
-  in.receives.reserve(in.per_layer * static_cast<std::size_t>(spec_.layout.layers));
-  for (int l = 0; l < spec_.layout.layers; ++l) {
-    for (std::int64_t b = 0; b < r.plan.blocks; ++b) {
-      std::span<std::byte> block = (*r.blocks)[static_cast<std::size_t>(l * r.plan.blocks + b)];
-      for (const KvSegment& s : segments) {
-        in.receives.push_back(comm_.irecv(block.data() + s.target_offset, s.bytes, DType::kU8, in.peer, static_cast<int>(id)));
-      }
-    }
-  }
+  in.inbox.emplace(kv_layer_chunks(r.plan, in.pair, chunk_bytes_to(comm_, spec_, in.peer)), r.plan.blocks,
+                   spec_.layout.layers, in.peer, static_cast<int>(id));
+  in.inbox->advance(comm_, *r.blocks);
   in.granted = true;
   in.grant = {static_cast<std::int64_t>(KvMessageKind::kGranted), id, 0, 0};
   in.grant_send = comm_.isend(in.grant.data(), kKvMessageWords, DType::kI64, in.peer, kGrantTagBase + static_cast<int>(id));
@@ -149,7 +135,7 @@ int KvStreamReceiver::complete_layers(const Request& r) const {
   int layers = spec_.layout.layers;
   for (const Incoming& in : r.incoming) {
     if (!in.granted) return 0;
-    layers = std::min(layers, static_cast<int>(in.next / in.per_layer));
+    layers = std::min(layers, in.inbox->layers_done());
   }
   return layers;
 }
@@ -162,8 +148,8 @@ bool KvStreamReceiver::progress(const Key& key, Request& r, bool& moved) {
       complete = false;
       continue;
     }
-    moved = advance(in.receives, in.next) || moved;
-    complete = complete && in.next == in.receives.size() && in.grant_send.test();
+    moved = in.inbox->advance(comm_, *r.blocks) || moved;
+    complete = complete && in.inbox->complete() && in.grant_send.test();
   }
   if (!complete) return false;
   std::int64_t bytes = 0;

@@ -13,6 +13,10 @@
 // prefill rank has at most max_in_flight requests out); its prefill rank sends nothing until the
 // grant. The allocator is asked again on every pass, so freeing blocks lets the queue move.
 //
+// Each layer comes in messages of at most spec.chunk_bytes, received straight into the blocks
+// where they are adjacent and through a bounded staging buffer, unpacked on arrival, where they
+// are not (kv_chunk_pipeline.h).
+//
 // Malformed headers (an id outside [0, 2^28), tokens outside [1, max_tokens], another decode
 // instance, an id already in flight from that rank, an unknown kind) are refused: the prefill
 // rank's request fails with the reason, and this rank reports a KvArrival with ok = false and an
@@ -38,6 +42,7 @@
 #include <vector>
 
 #include "braid/comm/communicator.h"
+#include "braid/serving/kv_chunk_pipeline.h"
 #include "braid/serving/kv_stream_spec.h"
 #include "braid/serving/kv_transfer_plan.h"
 #include "braid/serving/peer_watch.h"
@@ -82,11 +87,9 @@ class KvStreamReceiver {
     bool granted = false;
     KvMessage grant{};
     Work grant_send;
-    // Every layer's receives in order; they complete in that order (one peer, one tag), so
-    // only the first incomplete one is tested: a pass costs O(1) per transfer, not O(blocks).
-    std::vector<Work> receives;
-    std::size_t next = 0;            // receives[0, next) have completed
-    std::size_t per_layer = 0;
+    // Every layer's chunks in order, made at the grant; they complete in that order (one peer,
+    // one tag), so a pass tests only the oldest in flight: O(1) per transfer, not O(blocks).
+    std::optional<KvChunkInbox> inbox;
   };
   struct Request {
     std::int64_t tokens = 0;

@@ -109,19 +109,27 @@ void KvStreamSender::layer_ready(std::int64_t id, int layer) {
   progress(r);
 }
 
-void KvStreamSender::post_layer(Request& r, int layer) {
-  for (std::size_t i = 0; i < r.pairs.size(); ++i) {
-    const KvTransferPair& pair = r.pairs[i];
+void KvStreamSender::make_outboxes(Request& r) {
+  for (const KvTransferPair& pair : r.pairs) {
     const int peer = spec_.decode_comm_rank(r.decode_instance, pair.decode_rank);
-    const auto segments = r.plan.segments(pair);
-    for (std::int64_t b = 0; b < r.plan.blocks; ++b) {
-      const std::span<const std::byte> block = r.blocks[static_cast<std::size_t>(layer * r.plan.blocks + b)];
-      for (const KvSegment& s : segments) {
-        r.sends.push_back(comm_.isend(block.data() + s.source_offset, s.bytes, DType::kU8, peer, static_cast<int>(r.id)));
-        r.bytes += s.bytes;
-      }
-    }
+    const std::int64_t chunk_bytes = chunk_bytes_to(comm_, spec_, peer);
+    r.outboxes.emplace_back(kv_layer_chunks(r.plan, pair, chunk_bytes), r.plan.blocks, peer, static_cast<int>(r.id),
+                            chunk_bytes > 0);
   }
+}
+
+// Posts what the ready layers allow and completes sends; every pair's outbox in turn, so one
+// pair's staging never holds up another's.
+bool KvStreamSender::send_ready_layers(Request& r) {
+  if (r.outboxes.empty()) make_outboxes(r);
+  bool moved = false;
+  for (KvChunkOutbox& out : r.outboxes) {
+    moved = out.drain() || moved;
+    const std::int64_t posted = out.post(comm_, r.blocks, r.ready_layers);
+    r.bytes += posted;
+    moved = out.drain() || moved || posted > 0;
+  }
+  return moved;
 }
 
 // Receives grants, posts the layers that are ready once all are granted, completes sends. A
@@ -143,16 +151,16 @@ bool KvStreamSender::progress(Request& r) {
       ++r.granted;
       moved = true;
     }
-    if (r.granted == static_cast<int>(r.pairs.size()) && r.arrival_receives.empty()) post_arrival_receives(r);
+    // Once: an arrival may complete before this rank has seen its last send complete, and a
+    // second receive on the grant tag would wait for a message that never comes.
+    if (r.granted == static_cast<int>(r.pairs.size()) && r.arrivals.empty()) post_arrival_receives(r);
     if (r.granted == static_cast<int>(r.pairs.size())) {
-      for (; r.posted_layers < r.ready_layers; ++r.posted_layers, moved = true) post_layer(r, r.posted_layers);
-      moved = drain_completed(r.sends) || moved;
+      moved = send_ready_layers(r) || moved;
       // Tested while layers are still to come too: on a lost decode rank this is what fails.
       moved = drain_completed(r.arrival_receives) || moved;
-      if (r.posted_layers == spec_.layout.layers && r.sends.empty() && r.header_sends.empty() &&
-          r.arrival_receives.empty()) {
-        check_arrivals(r);
-      }
+      const bool sent = std::all_of(r.outboxes.begin(), r.outboxes.end(),
+                                    [&](const KvChunkOutbox& out) { return out.done(spec_.layout.layers); });
+      if (sent && r.header_sends.empty() && r.arrival_receives.empty()) check_arrivals(r);
     }
   } catch (const Error& e) {
     finish(r, false, fmt::format("request {} to decode instance {} failed: {}", r.id, r.decode_instance, e.what()));

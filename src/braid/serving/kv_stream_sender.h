@@ -1,7 +1,9 @@
 // The prefill side of a KV-cache stream (kv_stream_spec.h has the roles and the protocol): a
 // prefill rank submits a request, says when each layer's K/V are written (layer_ready), and each
 // layer's segments go out at once (if its decode rank has granted the request), so layer i is on
-// the wire while layer i + 1 computes; nothing is copied: the sends read the caller's blocks.
+// the wire while layer i + 1 computes. A layer goes in messages of at most spec.chunk_bytes: sent
+// straight from the caller's blocks where they are adjacent, packed into a bounded staging
+// buffer where they are not (kv_chunk_pipeline.h).
 //
 //   KvStreamSender sender(comm, spec);                  // collective over comm (the layout agreed)
 //   sender.submit(id, tokens, /*decode_instance=*/0, blocks);   // blocks: layers x blocks spans
@@ -31,6 +33,7 @@
 #include <vector>
 
 #include "braid/comm/communicator.h"
+#include "braid/serving/kv_chunk_pipeline.h"
 #include "braid/serving/kv_stream_spec.h"
 #include "braid/serving/kv_transfer_plan.h"
 #include "braid/serving/peer_watch.h"
@@ -84,13 +87,13 @@ class KvStreamSender {
     std::vector<Work> header_sends;
     int granted = 0;                               // grants received (all kGranted so far)
     int ready_layers = 0;
-    int posted_layers = 0;
-    std::vector<Work> sends;
+    std::vector<KvChunkOutbox> outboxes;           // one per pair, made at the last grant
     std::int64_t bytes = 0;
   };
   Request& find(std::int64_t id, const char* op);
   bool progress(Request& r);        // true if anything moved
-  void post_layer(Request& r, int layer);
+  void make_outboxes(Request& r);
+  bool send_ready_layers(Request& r);  // true if anything moved
   void post_arrival_receives(Request& r);
   void check_arrivals(Request& r);  // -> finish, or Corrupt
   void finish(Request& r, bool ok, std::string error);

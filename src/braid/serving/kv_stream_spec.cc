@@ -27,6 +27,7 @@ void check_spec(const Communicator& comm, const KvStreamSpec& s, const ErrorCont
   }
   if (s.max_tokens < 1) refuse(fmt::format("max tokens must be at least 1, got {}", s.max_tokens));
   if (s.max_in_flight < 1) refuse(fmt::format("max in flight must be at least 1, got {}", s.max_in_flight));
+  if (s.chunk_bytes < 0) refuse(fmt::format("chunk bytes must be at least 0, got {}", s.chunk_bytes));
 }
 
 }  // namespace
@@ -51,8 +52,13 @@ void agree_on_kv_stream(Communicator& comm, const KvStreamSpec& s, const char* o
       {"head dim", s.layout.head_dim},       {"block tokens", s.layout.block_tokens},
       {"element bytes", s.layout.element_bytes}, {"prefill ranks", s.prefill_ranks},
       {"prefill tp", s.prefill_tp},          {"decode tp", s.decode_tp},
-      {"max tokens", s.max_tokens},          {"max in flight", s.max_in_flight}};
+      {"max tokens", s.max_tokens},          {"max in flight", s.max_in_flight},
+      {"chunk bytes", s.chunk_bytes},           {"pack shm", s.pack_shm ? 1 : 0}};
   parallel::agree_on_fields(comm, fields, op);
+}
+
+std::int64_t chunk_bytes_to(const Communicator& comm, const KvStreamSpec& spec, int peer) {
+  return comm.transport_to(peer) == "shm" && !spec.pack_shm ? 0 : spec.chunk_bytes;
 }
 
 template <typename Byte>

@@ -9,8 +9,10 @@
 //      only once its caller has given it blocks for the request (its credit), so a prefill rank
 //      never sends bytes nobody has room for; until then the request waits in the decode rank's
 //      queue (bounded: at most max_in_flight headers per prefill rank).
-//   3. prefill -> decode, data tag of id: the plan's segments, layer by layer, block by block,
-//      from the prefill rank's blocks straight into the decode rank's blocks (no staging copy).
+//   3. prefill -> decode, data tag of id: the plan's segments, layer by layer, block by block, in
+//      messages of at most chunk_bytes (kv_transfer_chunks.h): each side moves a message straight
+//      from (into) its blocks where they hold it contiguously and packs (unpacks) it through a
+//      bounded staging buffer otherwise (kv_chunk_pipeline.h). chunk_bytes 0: one per segment.
 //   4. decode -> prefill, grant tag of id: {kArrived, id}: every layer is in the decode rank's
 //      blocks. Only then is the request finished on the prefill side (a completed send only means
 //      the bytes left), and the pending receive is what notices a decode rank that dies.
@@ -30,6 +32,8 @@
 
 namespace braid::serving {
 
+inline constexpr std::int64_t kDefaultKvChunkBytes = std::int64_t{2} << 20;
+
 struct KvStreamSpec {
   KvBlockLayout layout;
   int prefill_ranks = 1;          // comm ranks [0, prefill_ranks) prefill, the rest decode
@@ -37,12 +41,22 @@ struct KvStreamSpec {
   int decode_tp = 1;              // divides the decode ranks and the layout's KV heads
   std::int64_t max_tokens = 4096; // the context: a request's tokens in [1, max_tokens]
   int max_in_flight = 4;          // requests one prefill rank has submitted and not finished
+  // The most bytes of one layer of one (prefill, decode) pair per message on a TCP link; 0: one
+  // message per block segment. Over shared memory a message costs little and packing costs two
+  // copies, so shm links keep one message per segment unless pack_shm. Both defaults were
+  // measured (docs/performance.md, "KV transfer packed").
+  std::int64_t chunk_bytes = kDefaultKvChunkBytes;
+  bool pack_shm = false;
 
   int prefill_instances() const { return prefill_ranks / prefill_tp; }
   int decode_instances(int world) const { return (world - prefill_ranks) / decode_tp; }
   int prefill_comm_rank(int instance, int tp_rank) const { return instance * prefill_tp + tp_rank; }
   int decode_comm_rank(int instance, int tp_rank) const { return prefill_ranks + instance * decode_tp + tp_rank; }
 };
+
+// The chunk size of the link to `peer` (both ends see the same transport, so they agree): 0
+// (one message per segment) on shm unless spec.pack_shm, spec.chunk_bytes otherwise.
+std::int64_t chunk_bytes_to(const Communicator& comm, const KvStreamSpec& spec, int peer);
 
 // Request ids travel in tags (data: id, grant: kGrantTagBase + id), so they are limited.
 inline constexpr std::int64_t kMaxKvRequestId = (std::int64_t{1} << 28) - 1;
