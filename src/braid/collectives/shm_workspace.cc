@@ -238,6 +238,8 @@ std::byte* ShmWorkspace::registered_buffer(int rank, std::uint64_t call, bool re
   }
 }
 
+std::size_t ShmWorkspace::registered_arenas_mapped() const { return registered_->mapped(); }
+
 ErrorContext ShmWorkspace::context(int peer) const {
   return {.rank = world_rank(rank_), .peer = peer < 0 ? -1 : world_rank(peer), .op = std::string(op_kind_name(op_)),
           .seq = seq_};

@@ -155,6 +155,8 @@ class ShmWorkspace : public CommAttachment {
   // Corrupt when the peer's offset runs past its arena; SystemError when the kernel refuses
   // the mapping (fails the fabric, so every rank raises).
   std::byte* registered_buffer(int rank, std::uint64_t call, bool recv, std::size_t bytes);
+  // How many peer arenas this rank has mapped so far (tests: which path ran).
+  std::size_t registered_arenas_mapped() const;
 
   // Mismatch unless `theirs` (rank `peer`'s signature) equals `mine`.
   void check_signature(int peer, const ShmCallSignature& theirs, const ShmCallSignature& mine) const;
