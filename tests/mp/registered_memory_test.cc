@@ -1,5 +1,6 @@
 // Registered memory (Communicator::alloc) through real ranks on one host: the zero-copy
-// allreduce over every dtype, in place and not, uneven and zero counts, and bit-for-bit rank
+// allgather, broadcast and reduce_scatter (in place and not, with one rank unregistered), the
+// zero-copy allreduce over every dtype, in place and not, uneven and zero counts, and bit-for-bit rank
 // order; mixed registration falls back to the staged path on every rank; buffers freed and
 // reallocated between calls; a peer with another count still raises Mismatch; register_memory
 // refuses private memory. Nothing may be left in /dev/shm. Scenarios: programs/registered_rank.cc.
@@ -45,7 +46,8 @@ TEST_P(RegisteredMemoryTest, Scenario) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Scenarios, RegisteredMemoryTest,
-                         ::testing::Values(Case{"grid", 2}, Case{"grid", 3}, Case{"grid", 4}, Case{"mixed", 2},
+                         ::testing::Values(Case{"grid", 2}, Case{"grid", 3}, Case{"grid", 4}, Case{"others", 2},
+                                           Case{"others", 3}, Case{"others", 4}, Case{"mixed", 2},
                                            Case{"mixed", 3}, Case{"realloc", 2}, Case{"realloc", 4},
                                            Case{"mismatch", 2}, Case{"mismatch", 3}, Case{"register", 2}),
                          case_name);

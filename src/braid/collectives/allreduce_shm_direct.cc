@@ -104,7 +104,7 @@ void allreduce_shm_direct(const CollectiveArgs& args) {
   if (args.bytes(args.count) <= ShmWorkspace::kSmallBytes) return allreduce_one_shot_on(args, ws);
   // Every rank posts where its buffers lie; if all are registered the zero-copy path runs
   // (allreduce_registered.cc), else every rank stages, whatever it registered itself.
-  const std::uint64_t call = ws.post_call_registered(args);
+  const std::uint64_t call = ws.post_call_registered(args, args.bytes(args.count), args.bytes(args.count));
   if (ws.registered_everywhere(call)) return allreduce_registered_on(args, ws, call);
   DirectAllreduce(args, ws).run();
 }

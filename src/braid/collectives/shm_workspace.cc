@@ -211,26 +211,30 @@ std::uint64_t ShmWorkspace::post_call(const CollectiveArgs& a, std::span<const s
   return call;
 }
 
-ShmRegistrations ShmWorkspace::registrations_of(const CollectiveArgs& a) {
-  auto where = [&](const std::byte* p) {
-    const auto ref = shm::ArenaRegistry::find(p, a.bytes(a.count));
+ShmRegistrations ShmWorkspace::registrations_of(const CollectiveArgs& a, std::size_t send_bytes, std::size_t recv_bytes) {
+  auto where = [](const std::byte* p, std::size_t bytes) {
+    const auto ref = p == nullptr || bytes == 0 ? std::nullopt : shm::ArenaRegistry::find(p, bytes);
     return ref ? ShmRegistration{.arena = ref->arena, .fd = ref->fd, .offset = ref->offset} : ShmRegistration{};
   };
-  return {.send = where(a.send), .recv = where(a.recv)};
+  return {.send = where(a.send, send_bytes), .recv = where(a.recv, recv_bytes)};
 }
 
-bool ShmWorkspace::registered_everywhere(std::uint64_t call) const {
+ShmRegistrations ShmWorkspace::posted_registrations(int rank, std::uint64_t call) const {
+  ShmRegistrations theirs;
+  std::memcpy(&theirs, small_slot(rank, call) + kRegistrationsAt, sizeof theirs);
+  return theirs;
+}
+
+bool ShmWorkspace::registered_everywhere(std::uint64_t call, bool send, bool recv) const {
   for (int q = 0; q < size_; ++q) {
-    ShmRegistrations theirs;
-    std::memcpy(&theirs, small_slot(q, call) + kRegistrationsAt, sizeof theirs);
-    if (theirs.send.arena == 0 || theirs.recv.arena == 0) return false;
+    const ShmRegistrations theirs = posted_registrations(q, call);
+    if ((send && theirs.send.arena == 0) || (recv && theirs.recv.arena == 0)) return false;
   }
   return true;
 }
 
 std::byte* ShmWorkspace::registered_buffer(int rank, std::uint64_t call, bool recv, std::size_t bytes) {
-  ShmRegistrations theirs;
-  std::memcpy(&theirs, small_slot(rank, call) + kRegistrationsAt, sizeof theirs);
+  const ShmRegistrations theirs = posted_registrations(rank, call);
   try {
     return registered_->address(world_rank(rank), header(rank)->pid, recv ? theirs.recv : theirs.send, bytes);
   } catch (const Error&) {

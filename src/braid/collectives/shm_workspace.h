@@ -143,13 +143,16 @@ class ShmWorkspace : public CommAttachment {
   }
   // The registered path (allreduce_registered.cc): where args.send and args.recv lie in
   // registered memory, if they do; posted by post_call_registered.
-  static ShmRegistrations registrations_of(const CollectiveArgs& args);
-  std::uint64_t post_call_registered(const CollectiveArgs& args) {
-    return post_call(args, {}, registrations_of(args));
+  // (send_bytes of send, recv_bytes of recv; an empty or null range is not registered.)
+  static ShmRegistrations registrations_of(const CollectiveArgs& args, std::size_t send_bytes, std::size_t recv_bytes);
+  std::uint64_t post_call_registered(const CollectiveArgs& args, std::size_t send_bytes, std::size_t recv_bytes) {
+    return post_call(args, {}, registrations_of(args, send_bytes, recv_bytes));
   }
-  // After post_call: whether every rank's send and recv of call `call` are registered (the
-  // same answer on every rank: it reads every rank's slot).
-  bool registered_everywhere(std::uint64_t call) const;
+  // What rank `rank` posted for call `call` (after post_call: the same on every rank).
+  ShmRegistrations posted_registrations(int rank, std::uint64_t call) const;
+  // After post_call: whether every rank's send (if `send`) and recv (if `recv`) of call `call`
+  // are registered (the same answer on every rank: it reads every rank's slot).
+  bool registered_everywhere(std::uint64_t call, bool send = true, bool recv = true) const;
   // Rank `rank`'s send (or recv) of call `call` in this process: `bytes` from its registered
   // address, the peer's arena mapped on first use and cached for the workspace's life.
   // Corrupt when the peer's offset runs past its arena; SystemError when the kernel refuses

@@ -5,6 +5,8 @@
 //   grid:     every dtype, counts 0 / uneven / several chunks, in place and not, all ranks
 //             registered: the exact sum, bit for bit the rank-order f32 sum, and the
 //             workspace must have mapped peer arenas (the zero-copy path ran).
+//   others:   allgather, broadcast and reduce_scatter, registered (in place and not) and with
+//             rank 0 unregistered, at counts 0 / small / several chunks.
 //   mixed:    rank 0's buffers (or only every recv) registered, the rest not: the staged path
 //             on every rank, right results, no peer arena mapped.
 //   realloc:  every call frees and reallocates its buffers (other sizes, reused blocks).
@@ -115,6 +117,59 @@ void grid(Communicator& comm) {
   if (arenas_mapped(comm) == 0) fail(comm, "grid", "no peer arena mapped: the zero-copy path never ran");
 }
 
+// allgather, broadcast and reduce_scatter on registered buffers (in place and not) and, for
+// each, one call with rank 0's buffers unregistered (the staged path on every rank).
+void others(Communicator& comm) {
+  const int n = comm.size(), r = comm.rank();
+  for (std::int64_t count : {0LL, 3001LL, 100003LL}) {
+    for (int variant = 0; variant < 3; ++variant) {  // 0: registered, 1: in place, 2: rank 0 unregistered
+      const bool reg = !(variant == 2 && r == 0), in_place = variant == 1;
+      const std::size_t block = static_cast<std::size_t>(count) * sizeof(float), all = block * static_cast<std::size_t>(n);
+      RegisteredBuffer rs = comm.alloc(all), rr = comm.alloc(all);
+      std::vector<float> hs(static_cast<std::size_t>(count) * n + 1), hr(hs.size());
+      auto* send = reg ? static_cast<float*>(rs.data()) : hs.data();
+      auto* recv = reg ? static_cast<float*>(rr.data()) : hr.data();
+      const std::string what = " count " + std::to_string(count) + " variant " + std::to_string(variant);
+      // allgather: block q of recv is rank q's input, q * 1000 + i.
+      float* ag_send = in_place ? recv + static_cast<std::size_t>(count) * r : send;
+      for (std::int64_t i = 0; i < count; ++i) ag_send[i] = static_cast<float>(r * 1000 + i % 1000);
+      braid::allgather(comm, ag_send, recv, count, DType::kF32);
+      for (int q = 0; q < n; ++q) {
+        for (std::int64_t i = 0; i < count; ++i) {
+          if (recv[q * count + i] != static_cast<float>(q * 1000 + i % 1000)) {
+            fail(comm, "others", "allgather" + what);
+            q = n;
+            break;
+          }
+        }
+      }
+      // broadcast from the last rank.
+      for (std::int64_t i = 0; i < count; ++i) recv[i] = r == n - 1 ? static_cast<float>(i % 777) : -1.0f;
+      braid::broadcast(comm, recv, count, DType::kF32, n - 1);
+      for (std::int64_t i = 0; i < count; ++i) {
+        if (recv[i] != static_cast<float>(i % 777)) {
+          fail(comm, "others", "broadcast" + what);
+          break;
+        }
+      }
+      // reduce_scatter: element i of block b on rank q is q + b + i % 5.
+      for (int b = 0; b < n; ++b) {
+        for (std::int64_t i = 0; i < count; ++i) send[b * count + i] = static_cast<float>(r + b + i % 5);
+      }
+      float* rs_recv = in_place ? send : recv;
+      braid::reduce_scatter(comm, send, rs_recv, count, DType::kF32, ReduceOp::kSum);
+      for (std::int64_t i = 0; i < count; ++i) {
+        const float want = static_cast<float>(n * (n - 1) / 2 + n * (r + i % 5));
+        if (rs_recv[i] != want) {
+          fail(comm, "others", "reduce_scatter" + what);
+          break;
+        }
+      }
+    }
+  }
+  if (arenas_mapped(comm) == 0) fail(comm, "others", "no peer arena mapped: no zero-copy path ran");
+}
+
 void mixed(Communicator& comm) {
   const bool first = comm.rank() == 0;
   check_allreduce(comm, "mixed", DType::kF32, 100003, false, first, first);     // rank 0 only
@@ -159,7 +214,7 @@ void register_memory(Communicator& comm) {
 
 int main(int argc, char** argv) {
   if (argc != 2) {
-    std::fprintf(stderr, "usage: braid-registered-rank grid|mixed|realloc|mismatch|register\n");
+    std::fprintf(stderr, "usage: braid-registered-rank grid|others|mixed|realloc|mismatch|register\n");
     return 2;
   }
   const std::string scenario = argv[1];
@@ -168,6 +223,7 @@ int main(int argc, char** argv) {
     if (auto job = braid::env::get(braid::env::kJobId)) std::printf("JOBID %s\n", job->c_str());
     if (scenario == "grid") grid(comm);
     else if (scenario == "mixed") mixed(comm);
+    else if (scenario == "others") others(comm);
     else if (scenario == "realloc") realloc_between_calls(comm);
     else if (scenario == "mismatch") mismatch(comm);
     else if (scenario == "register") register_memory(comm);
