@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "bench_options.h"
+#include "braid/comm/registered_buffer.h"
 #include "braid/comm/scratch_buffer.h"
 #include "collective_bench.h"
 
