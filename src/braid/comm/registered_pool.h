@@ -24,7 +24,7 @@ namespace braid {
 
 class RegisteredPool : public std::enable_shared_from_this<RegisteredPool> {
  public:
-  static constexpr std::size_t kArenaBytes = 16 << 20;
+  static constexpr std::size_t kArenaBytes = 4 << 20;  // larger requests get an arena of their own
   static constexpr std::size_t kMinBlock = 64;
   static constexpr std::size_t kPageBlock = 4096;
 
