@@ -16,7 +16,7 @@
 # Environment: BUILD_DIR (default build), REPEATS (3), WORLD_SIZES ("2 4"),
 #   GLOO_ALGO (ring | halving_doubling; default ring), RUN_TIMEOUT (seconds per run; 900),
 #   KEEP_DIR (keep the raw outputs there instead of a temporary directory),
-#   REGISTERED=1 (also run braid-bench --registered, buffers from Communicator::alloc, in the
+#   REGISTERED=1 (also run braid-bench --registered, buffers from alloc_registered, in the
 #   same alternation: columns braid-reg and reg/mpi; docs/registered-memory.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -1,4 +1,4 @@
-// Registered memory (Communicator::alloc) through real ranks on one host: the zero-copy
+// Registered memory (alloc_registered) through real ranks on one host: the zero-copy
 // allgather, broadcast and reduce_scatter (in place and not, with one rank unregistered), the
 // zero-copy allreduce over every dtype, in place and not, uneven and zero counts, and bit-for-bit rank
 // order; mixed registration falls back to the staged path on every rank; buffers freed and

@@ -7,7 +7,7 @@
 //      staged copy directly, in rank order, into its result slot (and its output),
 //   3. waits until every peer has reduced, then copies the peers' results out (one copy out).
 //
-// When every rank's send and recv lie in registered memory (Communicator::alloc) nothing is
+// When every rank's send and recv lie in registered memory (alloc_registered) nothing is
 // staged: allreduce_registered.cc reads the peers' buffers in place.
 //
 // Messages up to ShmWorkspace::kSmallBytes take allreduce one_shot's path instead

@@ -6,10 +6,8 @@
 
 #include <fmt/format.h>
 
-#include "braid/base/error.h"
 #include "braid/base/splitmix64.h"
 #include "braid/comm/communicator_internal.h"
-#include "braid/comm/registered_pool.h"
 #include "braid/comm/world.h"
 
 namespace braid {
@@ -75,13 +73,7 @@ Communicator& Communicator::operator=(Communicator&& other) noexcept {
   std::array<const std::type_info*, kIndexedAttachments> types{};  // take_attachments clears them
   for (std::size_t i = 0; i < kIndexedAttachments; ++i) types[i] = other.indexed_[i].type.load(std::memory_order_relaxed);
   Attachments theirs = other.take_attachments();
-  std::shared_ptr<RegisteredPool> pool;
-  {
-    MutexLock other_lock(other.attachments_mu_);
-    pool = std::move(other.pool_);
-  }
   MutexLock lock(attachments_mu_);
-  pool_ = std::move(pool);
   attachments_ = std::move(theirs);
   const std::size_t indexed = std::min(attachments_.size(), kIndexedAttachments);
   for (std::size_t i = 0; i < indexed; ++i) {
@@ -286,31 +278,6 @@ std::optional<Communicator> Communicator::split(int color, int key) {
   for (int r : group) world_members.push_back(world_rank(r));
   int new_rank = static_cast<int>(std::find(group.begin(), group.end(), rank_) - group.begin());
   return Communicator(world_, std::move(world_members), new_rank, child_comm_id(id_, seq, color), topology_.subset(group));
-}
-
-}  // namespace braid
-
-namespace braid {
-
-RegisteredBuffer Communicator::alloc(std::size_t bytes) {
-  if (bytes == 0) return {};
-  std::shared_ptr<RegisteredPool> pool;
-  {
-    MutexLock lock(attachments_mu_);
-    if (pool_ == nullptr) pool_ = std::make_shared<RegisteredPool>(world_rank(rank_), shm::HugePages::kTry);
-    pool = pool_;
-  }
-  return pool->alloc(bytes);
-}
-
-void Communicator::register_memory(const void* data, std::size_t bytes) const {
-  if (bytes == 0 || shm::ArenaRegistry::find(data, bytes)) return;
-  throw InvalidArgument({.rank = world_rank(rank_), .op = "register_memory"},
-                        fmt::format("[{}, +{} bytes) is not registered memory: on Linux only memory from "
-                                    "Communicator::alloc can be mapped by the peers (private memory such as malloc, "
-                                    "the stack or an anonymous mmap cannot be shared with another process); "
-                                    "collectives on it take the staged path",
-                                    data, bytes));
 }
 
 }  // namespace braid

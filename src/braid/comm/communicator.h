@@ -39,7 +39,6 @@
 
 #include "braid/base/dtype.h"
 #include "braid/base/mutex.h"
-#include "braid/comm/registered_buffer.h"
 #include "braid/comm/topology.h"
 #include "braid/comm/work.h"
 
@@ -47,7 +46,6 @@ namespace braid {
 
 class CommAttachment;
 class KeyValueStore;
-class RegisteredPool;
 class ScratchBuffer;
 struct Envelope;
 struct MatchKey;
@@ -124,17 +122,6 @@ class Communicator {
   // rank). Collective over this communicator. kUndefinedColor returns std::nullopt.
   std::optional<Communicator> split(int color, int key);
 
-  // Registered memory (registered_buffer.h, docs/registered-memory.md): `bytes` from this
-  // rank's pool of shared arenas, which the ranks on this host read and write in place. The
-  // shared-memory collectives take their zero-copy path when every rank's send and recv lie in
-  // registered memory. alloc(0) returns an empty buffer. Not collective; thread-safe.
-  RegisteredBuffer alloc(std::size_t bytes);
-  // Checks that [data, data + bytes) can be used as registered memory: it must lie inside one
-  // buffer from alloc (of any communicator of this process). Other memory throws
-  // InvalidArgument: Linux cannot hand a private (malloc, stack, anonymous) mapping to another
-  // process; such buffers take the staged path (see the docs for process_vm_readv / CMA).
-  void register_memory(const void* data, std::size_t bytes) const;
-
  private:
   // The half of the interface meant for collective algorithms (comm/communicator_internal.h).
   friend class detail::CollectiveAccess;
@@ -170,8 +157,6 @@ class Communicator {
   std::int64_t next_collective_seq_ = 0;
   std::int64_t next_send_seq_ = 0;
   std::unique_ptr<ScratchBuffer> scratch_;  // behind a pointer: its type is internal
-  // Created by the first alloc; shared with the buffers, which may outlive the communicator.
-  std::shared_ptr<RegisteredPool> pool_ BRAID_GUARDED_BY(attachments_mu_);
   // Last, so that attachments (which may use the communicator) are destroyed first.
   mutable Mutex attachments_mu_;  // not moved: each Communicator object has its own
   Attachments attachments_ BRAID_GUARDED_BY(attachments_mu_);

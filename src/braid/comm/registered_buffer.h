@@ -1,11 +1,15 @@
-// braid::RegisteredBuffer: memory that every rank on the host can read and write in place,
-// returned by Communicator::alloc (docs/registered-memory.md). A collective whose send and
-// recv buffers lie in registered memory on every rank reads its peers' inputs where they are
-// and writes each output once, instead of staging them through shared memory.
+// Registered memory (docs/registered-memory.md): braid::alloc_registered(comm, bytes) returns
+// a braid::RegisteredBuffer, memory that every rank on the host can read and write in place. A
+// collective whose send and recv buffers lie in registered memory on every rank reads its
+// peers' inputs where they are and writes each output once, instead of staging them through
+// shared memory (NCCL's ncclMemAlloc / ncclCommRegister).
 //
-//   braid::RegisteredBuffer buf = comm.alloc(n * sizeof(float));
+//   braid::RegisteredBuffer buf = braid::alloc_registered(comm, n * sizeof(float));
 //   auto* x = static_cast<float*>(buf.data());
 //   braid::allreduce(comm, x, x, n, braid::DType::kF32, braid::ReduceOp::kSum);
+//
+// Free functions rather than Communicator members: the pool is a communicator attachment
+// (comm/registered_pool.h), and communicator.h, which every file includes, stays as it is.
 //
 // Move-only; the memory goes back to the communicator's pool when the buffer is destroyed
 // (the pool outlives the communicator while buffers are alive). Aligned to 64 bytes, 4 KiB
@@ -20,6 +24,7 @@
 
 namespace braid {
 
+class Communicator;
 class RegisteredPool;
 
 class RegisteredBuffer {
@@ -56,5 +61,18 @@ class RegisteredBuffer {
   std::size_t size_ = 0;   // what was asked for
   std::size_t block_ = 0;  // what the pool gave (size_ rounded up)
 };
+
+// `bytes` from this rank's pool of shared arenas (one pool per communicator, created by the
+// first call). alloc_registered(comm, 0) returns an empty buffer. Not collective: each rank
+// allocates its own, nothing has to match across ranks. Thread-safe. SystemError if the
+// kernel gives no memory.
+RegisteredBuffer alloc_registered(Communicator& comm, std::size_t bytes);
+
+// Checks that [data, data + bytes) can be used as registered memory: it must lie inside one
+// buffer from alloc_registered (of any communicator of this process), e.g. a view of a slice.
+// Other memory throws InvalidArgument naming the rank: Linux cannot hand a private (malloc,
+// stack, anonymous) mapping to another process; collectives on such buffers take the staged
+// path (docs/registered-memory.md: process_vm_readv / CMA is the single-copy alternative).
+void register_memory(const Communicator& comm, const void* data, std::size_t bytes);
 
 }  // namespace braid

@@ -2,9 +2,44 @@
 
 #include <bit>
 
-#include "braid/base/check.h"
+#include <fmt/format.h>
+
+#include "braid/base/error.h"
+#include "braid/comm/communicator.h"
+#include "braid/comm/communicator_internal.h"
 
 namespace braid {
+
+namespace {
+
+// The communicator's pool, created by its first alloc_registered; buffers share it, so it
+// outlives the communicator while any is alive.
+class RegisteredPoolAttachment : public CommAttachment {
+ public:
+  explicit RegisteredPoolAttachment(const Communicator& comm)
+      : pool_(std::make_shared<RegisteredPool>(comm.world_rank(comm.rank()), shm::HugePages::kTry)) {}
+  const std::shared_ptr<RegisteredPool>& pool() const { return pool_; }
+
+ private:
+  std::shared_ptr<RegisteredPool> pool_;
+};
+
+}  // namespace
+
+RegisteredBuffer alloc_registered(Communicator& comm, std::size_t bytes) {
+  if (bytes == 0) return {};
+  return detail::CollectiveAccess(comm).attachment<RegisteredPoolAttachment>(comm).pool()->alloc(bytes);
+}
+
+void register_memory(const Communicator& comm, const void* data, std::size_t bytes) {
+  if (bytes == 0 || shm::ArenaRegistry::find(data, bytes)) return;
+  throw InvalidArgument({.rank = comm.world_rank(comm.rank()), .op = "register_memory"},
+                        fmt::format("[{}, +{} bytes) is not registered memory: on Linux only memory from "
+                                    "alloc_registered can be mapped by the peers (private memory such as malloc, "
+                                    "the stack or an anonymous mmap cannot be shared with another process); "
+                                    "collectives on it take the staged path",
+                                    data, bytes));
+}
 
 void RegisteredBuffer::reset() {
   if (data_ == nullptr) return;

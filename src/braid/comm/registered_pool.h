@@ -1,4 +1,4 @@
-// The pool behind Communicator::alloc (registered_buffer.h): blocks carved from memfd arenas
+// The pool behind alloc_registered (registered_buffer.h): blocks carved from memfd arenas
 // (transport/shm/memfd_arena.h), which the ranks of the host map from each other in place.
 //
 // Sizes round up to a power of two from 64 bytes to 4 KiB, to a multiple of 4 KiB above, so a

@@ -1,5 +1,5 @@
 // The flat float buffer of one GradSync bucket (grad_sync.cc): in registered memory
-// (Communicator::alloc, comm/registered_buffer.h) when asked for, so that the bucket's
+// (alloc_registered, comm/registered_buffer.h) when asked for, so that the bucket's
 // allreduce takes the zero-copy shared-memory path, else an ordinary vector. Either way
 // zero-filled when assigned, allocated and faulted once per plan.
 //
@@ -18,12 +18,12 @@ namespace braid::engine {
 
 class BucketMemory {
  public:
-  // `elements` zero floats; from comm.alloc when `registered`.
+  // `elements` zero floats; from alloc_registered when `registered`.
   void assign(Communicator& comm, std::size_t elements, bool registered) {
     registered_ = {};
     heap_.clear();
     if (registered && elements > 0) {
-      registered_ = comm.alloc(elements * sizeof(float));
+      registered_ = alloc_registered(comm, elements * sizeof(float));
       std::memset(registered_.data(), 0, elements * sizeof(float));  // a reused block holds old bytes
       data_ = static_cast<float*>(registered_.data());
     } else {

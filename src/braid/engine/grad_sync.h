@@ -104,7 +104,7 @@ struct GradSyncOptions {
   // the caller may release them (ZeRO-2's adapter resets the .grad tensors here). Must not call
   // into GradSync.
   std::function<void(int bucket)> on_gradients_copied;
-  // Bucket buffers in registered memory (Communicator::alloc), so that their allreduce on one
+  // Bucket buffers in registered memory (alloc_registered), so that their allreduce on one
   // host reads the peers' buckets in place (docs/registered-memory.md). Taken only where the
   // communicator has a shared-memory workspace (every rank on one host, over shm) and without
   // ZeRO (its reduce-scatter has no zero-copy path yet). false: ordinary memory, for the A/B.

@@ -1,5 +1,5 @@
 // braid-registered-rank SCENARIO: the rank program of registered_memory_test.cc, for the
-// zero-copy allreduce on registered memory (Communicator::alloc). Prints "JOBID <id>" first,
+// zero-copy allreduce on registered memory (alloc_registered). Prints "JOBID <id>" first,
 // then per scenario "OK <scenario> rank R" or "FAIL <scenario> rank R: why".
 //
 //   grid:     every dtype, counts 0 / uneven / several chunks, in place and not, all ranks
@@ -31,6 +31,8 @@ namespace {
 using braid::Communicator;
 using braid::DType;
 using braid::RegisteredBuffer;
+using braid::alloc_registered;
+using braid::register_memory;
 using braid::ReduceOp;
 
 int g_failures = 0;
@@ -74,7 +76,7 @@ void fill(int rank, int ranks, DType dtype, std::int64_t count, std::byte* send,
 void check_allreduce(Communicator& comm, const std::string& scenario, DType dtype, std::int64_t count, bool in_place,
                      bool register_send, bool register_recv) {
   const std::size_t bytes = static_cast<std::size_t>(count) * braid::dtype_size(dtype);
-  RegisteredBuffer rs = comm.alloc(bytes), rr = comm.alloc(bytes);
+  RegisteredBuffer rs = alloc_registered(comm, bytes), rr = alloc_registered(comm, bytes);
   std::vector<std::byte> hs(bytes), hr(bytes), want(bytes);
   std::byte* send = register_send ? static_cast<std::byte*>(rs.data()) : hs.data();
   std::byte* recv = in_place ? send : register_recv ? static_cast<std::byte*>(rr.data()) : hr.data();
@@ -89,7 +91,7 @@ void check_allreduce(Communicator& comm, const std::string& scenario, DType dtyp
 // Rank-order f32 sums that another order would change (a huge value on rank 0).
 void check_rank_order(Communicator& comm, std::int64_t count, bool in_place) {
   const std::size_t bytes = static_cast<std::size_t>(count) * sizeof(float);
-  RegisteredBuffer s = comm.alloc(bytes), r = comm.alloc(bytes);
+  RegisteredBuffer s = alloc_registered(comm, bytes), r = alloc_registered(comm, bytes);
   auto* send = static_cast<float*>(s.data());
   float* recv = in_place ? send : static_cast<float*>(r.data());
   std::vector<float> want(static_cast<std::size_t>(count));
@@ -125,7 +127,7 @@ void others(Communicator& comm) {
     for (int variant = 0; variant < 3; ++variant) {  // 0: registered, 1: in place, 2: rank 0 unregistered
       const bool reg = !(variant == 2 && r == 0), in_place = variant == 1;
       const std::size_t block = static_cast<std::size_t>(count) * sizeof(float), all = block * static_cast<std::size_t>(n);
-      RegisteredBuffer rs = comm.alloc(all), rr = comm.alloc(all);
+      RegisteredBuffer rs = alloc_registered(comm, all), rr = alloc_registered(comm, all);
       std::vector<float> hs(static_cast<std::size_t>(count) * n + 1), hr(hs.size());
       auto* send = reg ? static_cast<float*>(rs.data()) : hs.data();
       auto* recv = reg ? static_cast<float*>(rr.data()) : hr.data();
@@ -189,7 +191,7 @@ void realloc_between_calls(Communicator& comm) {
 
 void mismatch(Communicator& comm) {
   const std::int64_t count = 100000 + (comm.rank() == comm.size() - 1 ? 1 : 0);
-  RegisteredBuffer s = comm.alloc(static_cast<std::size_t>(count) * 4), r = comm.alloc(s.size());
+  RegisteredBuffer s = alloc_registered(comm, static_cast<std::size_t>(count) * 4), r = alloc_registered(comm, s.size());
   try {
     braid::allreduce(comm, s.data(), r.data(), count, DType::kF32, ReduceOp::kSum);
     fail(comm, "mismatch", "no error");
@@ -198,12 +200,12 @@ void mismatch(Communicator& comm) {
   }
 }
 
-void register_memory(Communicator& comm) {
-  RegisteredBuffer b = comm.alloc(10000);
-  comm.register_memory(static_cast<std::byte*>(b.data()) + 100, 5000);
+void register_scenario(Communicator& comm) {
+  RegisteredBuffer b = alloc_registered(comm, 10000);
+  register_memory(comm, static_cast<std::byte*>(b.data()) + 100, 5000);
   std::vector<char> heap(1000);
   try {
-    comm.register_memory(heap.data(), heap.size());
+    register_memory(comm, heap.data(), heap.size());
     fail(comm, "register", "heap memory accepted");
   } catch (const braid::InvalidArgument& e) {
     if (std::string(e.what()).find("not registered memory") == std::string::npos) fail(comm, "register", e.what());
@@ -226,7 +228,7 @@ int main(int argc, char** argv) {
     else if (scenario == "others") others(comm);
     else if (scenario == "realloc") realloc_between_calls(comm);
     else if (scenario == "mismatch") mismatch(comm);
-    else if (scenario == "register") register_memory(comm);
+    else if (scenario == "register") register_scenario(comm);
     else return 2;
   } catch (const braid::Error& e) {
     std::printf("FAIL %s: %s\n", scenario.c_str(), e.what());

@@ -31,7 +31,7 @@ ResultTable make_table(const CollectiveSpec& spec, Communicator& comm, const Swe
     table.print_comment(fmt::format("braid-bench {}: {} ranks, algorithm {}, out-of-place", spec.name(), comm.size(), algorithm));
     table.print_comment(one_thread_memcpy_line(reference.one_thread_gbs));
     table.print_comment(every_rank_memcpy_line(reference.every_rank_gbs));
-    if (options.registered) table.print_comment("Buffers: registered (Communicator::alloc)");
+    if (options.registered) table.print_comment("Buffers: registered (alloc_registered)");
     if (spec.note) table.print_comment(spec.note(comm.size(), largest_count));
     table.print_comment(fmt::format("time = slowest rank, median of {} batches; busbw = algbw * {:.3f}", options.repeats,
                                     spec.busbw_factor(comm.size())));

@@ -68,8 +68,8 @@ SweepBuffers::SweepBuffers(Communicator& comm, const CollectiveSpec& spec, const
   const std::size_t send_bytes = std::max<std::size_t>(1, static_cast<std::size_t>(spec.send_elements(largest_count, n)) * elem);
   const std::size_t recv_bytes = std::max<std::size_t>(1, static_cast<std::size_t>(spec.recv_elements(largest_count, n)) * elem);
   if (registered) {
-    send_registered_ = comm.alloc(send_bytes);  // zero-filled and faulted in by the pool
-    recv_registered_ = comm.alloc(recv_bytes);
+    send_registered_ = alloc_registered(comm, send_bytes);  // zero-filled and faulted in by the pool
+    recv_registered_ = alloc_registered(comm, recv_bytes);
     send_ = send_registered_.data();
     recv_ = recv_registered_.data();
   } else {

@@ -21,7 +21,7 @@ namespace braid::bench {
 // with this rank's inputs.
 class SweepBuffers {
  public:
-  // `registered`: from comm.alloc (registered memory) instead of scratch memory.
+  // `registered`: from alloc_registered (registered memory) instead of scratch memory.
   SweepBuffers(Communicator& comm, const CollectiveSpec& spec, const std::vector<std::uint64_t>& sizes, DType dtype,
                ReduceOp op, bool registered = false);
   void* send() const { return send_; }

@@ -91,11 +91,11 @@ Arena Arena::create(std::size_t bytes, HugePages huge, int rank) {
   }
   if (a.data_ == nullptr) {
     UniqueFd fd(::memfd_create(name.c_str(), MFD_CLOEXEC));
-    if (!fd.valid()) throw_system_error({.rank = rank, .op = "comm.alloc"}, "memfd_create", errno);
+    if (!fd.valid()) throw_system_error({.rank = rank, .op = "alloc_registered"}, "memfd_create", errno);
     const std::size_t size = round_up(std::max<std::size_t>(bytes, 1), kPage);
     std::byte* p = size_and_map(fd.get(), size);
     if (p == nullptr) {
-      throw_system_error({.rank = rank, .op = "comm.alloc"},
+      throw_system_error({.rank = rank, .op = "alloc_registered"},
                          fmt::format("mapping a {}-byte memfd arena (is memory or RLIMIT_MEMLOCK short?)", size), errno);
     }
     ::madvise(p, size, MADV_HUGEPAGE);  // THP for shmem where shmem_enabled allows
