@@ -81,7 +81,6 @@ void DistributedDataParallel::register_gradients() {
                                .zero_stage = options_.zero_stage,
                                .zero_codec = options_.zero_codec,
                                .zero_error_feedback = options_.zero_error_feedback};
-  sync_options.registered_buckets = options_.registered_buckets;
   if (releases_gradients()) {
     sync_options.on_gradients_copied = [this](int bucket) { release_gradients(bucket); };
   }

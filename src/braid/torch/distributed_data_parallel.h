@@ -73,9 +73,6 @@ struct DdpOptions {
   // 0: DDP (allreduce). 1 or 2: ZeRO's gradient side (see the file comment); requires the
   // default policy (no compression): InvalidArgument from GradSync otherwise.
   int zero_stage = 0;
-  // The buckets in registered memory (GradSyncOptions::registered_buckets); the gradients are
-  // still copied into them (not bucket views).
-  bool registered_buckets = true;
   // ZeRO++ qgZ: GradSyncOptions::zero_codec and zero_error_feedback (engine/grad_sync.h).
   compress::CodecSpec zero_codec;
   bool zero_error_feedback = false;

@@ -101,11 +101,6 @@ void add_train_flags(CLI::App& app, TrainConfig& c) {
          "on: allreduce buckets during backward; off: after it")
       ->check(CLI::IsMember({"on", "off"}))
       ->default_str("on");
-  app.add_option_function<std::string>(
-         "--registered-buckets", [&c](const std::string& v) { c.registered_buckets = v == "on"; },
-         "on: gradient buckets in registered memory (zero-copy allreduce on one host); off: ordinary memory")
-      ->check(CLI::IsMember({"on", "off"}))
-      ->default_str("on");
   app.add_option("--bucket-mb", c.bucket_mb, "MiB per gradient bucket, or auto")->capture_default_str();
   app.add_option("--accumulate", c.accumulate, "micro-batches per optimizer step (gradient accumulation)")
       ->capture_default_str();

@@ -33,7 +33,6 @@ struct TrainConfig {
   std::int64_t compress_min_elements = 65536;  // smaller tensors go uncompressed
   std::int64_t warmup_steps = 0;     // uncompressed steps first
   bool overlap = true;
-  bool registered_buckets = true;    // --registered-buckets: GradSyncOptions::registered_buckets
   std::string bucket_mb = "25";      // MiB per bucket, or auto
   std::int64_t accumulate = 1;       // micro-batches per optimizer step
   std::string checkpoint_dir;

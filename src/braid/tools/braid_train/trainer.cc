@@ -94,7 +94,6 @@ void Trainer::set_up() {
                           .policy = ddp_wire ? precision_.ddp_policy(config_) : make_policy(config_),
                           .overlap = config_.overlap,
                           .trace = trace_.get(), .zero_stage = config_.zero,
-                          .registered_buckets = config_.registered_buckets,
                           .zero_codec = {.id = gradient_codec},
                           .zero_error_feedback = zero_pp.qgz_error_feedback});
   }
