@@ -1,7 +1,6 @@
 #include "braid/transport/shm/memfd_arena.h"
 
 #include <fcntl.h>
-#include <linux/memfd.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
