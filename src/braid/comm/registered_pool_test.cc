@@ -38,7 +38,9 @@ TEST(RegisteredPoolTest, BlocksAreAlignedDisjointAndInsideAnArena) {
   std::set<std::pair<std::uintptr_t, std::uintptr_t>> ranges;
   for (const RegisteredBuffer& b : buffers) {
     EXPECT_EQ(address(b) % 64, 0u) << b.size();
-    if (b.size() > 4096) EXPECT_EQ(address(b) % 4096, 0u) << b.size();
+    if (b.size() > 4096) {
+      EXPECT_EQ(address(b) % 4096, 0u) << b.size();
+    }
     const auto ref = shm::ArenaRegistry::find(b.data(), b.size());
     ASSERT_TRUE(ref.has_value());
     EXPECT_GT(ref->arena, 0u);
