@@ -25,6 +25,7 @@
 #include "braid/collectives/shm_workspace.h"
 #include "braid/comm/communicator.h"
 #include "braid/comm/communicator_internal.h"
+#include "braid/comm/registered_buffer.h"
 
 namespace {
 
@@ -83,7 +84,7 @@ void check_allreduce(Communicator& comm, const std::string& scenario, DType dtyp
   fill(comm.rank(), comm.size(), dtype, count, send, want.data());
   braid::allreduce(comm, send, recv, count, dtype, ReduceOp::kSum);
   if (bytes > 0 && std::memcmp(recv, want.data(), bytes) != 0) {
-    fail(comm, scenario, std::string("wrong sum for ") + braid::dtype_name(dtype) + " count " + std::to_string(count) +
+    fail(comm, scenario, std::string("wrong sum for ") + std::string(braid::dtype_name(dtype)) + " count " + std::to_string(count) +
                              (in_place ? " in place" : ""));
   }
 }
