@@ -15,7 +15,9 @@
 #   alltoallv runs braid-bench's MoE-shaped counts and MPI_Alltoallv at the same counts)
 # Environment: BUILD_DIR (default build), REPEATS (3), WORLD_SIZES ("2 4"),
 #   GLOO_ALGO (ring | halving_doubling; default ring), RUN_TIMEOUT (seconds per run; 900),
-#   KEEP_DIR (keep the raw outputs there instead of a temporary directory).
+#   KEEP_DIR (keep the raw outputs there instead of a temporary directory),
+#   REGISTERED=1 (also run braid-bench --registered, buffers from alloc_registered, in the
+#   same alternation: columns braid-reg and reg/mpi; docs/registered-memory.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=${BUILD_DIR:-build}/bin
@@ -24,6 +26,7 @@ repeats=${REPEATS:-3}
 world_sizes=${WORLD_SIZES:-2 4}
 gloo_algo=${GLOO_ALGO:-ring}
 run_timeout=${RUN_TIMEOUT:-900}
+registered=${REGISTERED:-0}
 ops=()
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -97,7 +100,7 @@ run() {
 table() {  # table OP N FILES...
   local op=$1 n=$2
   shift 2
-  awk -v op="$op" -v n="$n" -v repeats="$repeats" -v have_mpi="$have_mpi" \
+  awk -v op="$op" -v n="$n" -v repeats="$repeats" -v have_mpi="$have_mpi" -v have_reg="$registered" \
       -v have_gloo="$([ "$op" = allreduce ] && echo "$have_gloo" || echo 0)" -v gloo_algo="$gloo_algo" '
     function median(list,   k, a, i, j, t) {
       k = split(list, a, " ")
@@ -127,11 +130,16 @@ table() {  # table OP N FILES...
       printf "\n"
       printf "# %12s %10s %10s %10s %10s %10s %9s %7s\n", "size", "braid", "openmpi", "gloo-" (gloo_algo == "ring" ? "ring" : "hd"), \
              "braid/mpi", "braid/gloo", "%memcpy", "#wrong"
+      if (have_reg) printf "# %12s %10s %10s %10s\n", "size", "braid-reg", "reg/mpi", "reg/braid"
       for (s in sizes) {
         b = busbw(s, median(t["braid", s])); p = busbw(s, median(t["mpi", s])); g = busbw(s, median(t["gloo", s]))
         pct = (b == "" || m == "" || m + 0 == 0) ? sprintf("%9s", "-") : sprintf("%9.1f", 100 * b / m)
         printf "  %12d %s %s %s %s %s %s %7d\n", s, cell(b, 10), have_mpi ? cell(p, 10) : sprintf("%10s", "-"), \
                have_gloo ? cell(g, 10) : sprintf("%10s", "-"), ratio(b, p, 10), ratio(b, g, 10), pct, wrong[s]
+        if (have_reg) {
+          rg = busbw(s, median(t["braidreg", s]))
+          printf "  %12d %s %s %s reg\n", s, cell(rg, 10), ratio(rg, p, 10), ratio(rg, b, 10)
+        }
       }
     }' "$@" | sort -n -k1,1 -s
 }
@@ -148,6 +156,9 @@ for n in $world_sizes; do
     mkdir -p "$dir"
     for r in $(seq "$repeats"); do
       run "$dir/braid.$r" "$bin/braid-run" --no-prefix -n "$n" "$bin/braid-bench" "$op" "${sweep[@]}"
+      if [ "$registered" = 1 ]; then
+        run "$dir/braidreg.$r" "$bin/braid-run" --no-prefix -n "$n" "$bin/braid-bench" "$op" --registered "${sweep[@]}"
+      fi
       if [ "$have_mpi" = 1 ]; then
         run "$dir/mpi.$r" mpirun --allow-run-as-root --oversubscribe -np "$n" --mca btl self,vader \
             "$bin/braid-mpi-collectives" "$op" "${sweep[@]}"

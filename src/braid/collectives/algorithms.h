@@ -25,6 +25,14 @@ bool allreduce_shm_direct_supports(const CollectiveArgs& args);  // every rank o
 // one_shot: every rank posts its input, every rank reduces all in rank order; one sync a round.
 void allreduce_one_shot(const CollectiveArgs& args);
 void allreduce_one_shot_on(const CollectiveArgs& args, ShmWorkspace& ws);  // shm_direct's small path
+// shm_direct's zero-copy path, once call `call` is posted and registered on every rank.
+void allreduce_registered_on(const CollectiveArgs& args, ShmWorkspace& ws, std::uint64_t call);
+// The zero-copy paths of the other shm_direct operations (registered_collectives.cc), once
+// call `call` is posted with registrations: run and return true if the buffers they need are
+// registered on every rank, else return false (every rank alike) for the staged path.
+bool allgather_registered_on(const CollectiveArgs& args, ShmWorkspace& ws, std::uint64_t call);
+bool broadcast_registered_on(const CollectiveArgs& args, ShmWorkspace& ws, std::uint64_t call);
+bool reduce_scatter_registered_on(const CollectiveArgs& args, ShmWorkspace& ws, std::uint64_t call);
 // two_shot: reduce-scatter then allgather through the same slots; two syncs a round.
 void allreduce_two_shot(const CollectiveArgs& args);
 // Host-local reduce, allreduce among host leaders, host-local broadcast (host_groups.h).

@@ -27,8 +27,9 @@ void allgather_shm_direct(const CollectiveArgs& a) {
   detail::CollectiveAccess access(a.comm);
   access.fabric().throw_if_poisoned();
   ShmWorkspace& ws = access.attachment<ShmWorkspace>(a.comm, a.op, a.seq);
-  ws.post_call(a, nullptr);
   const int n = a.comm.size(), r = a.comm.rank();
+  const std::uint64_t call = ws.post_call_registered(a, a.bytes(a.count), a.bytes(a.count) * static_cast<std::size_t>(n));
+  if (allgather_registered_on(a, ws, call)) return;  // every recv registered: pushed in place
   const std::size_t half = (static_cast<std::size_t>(n) * ws.slice_bytes() / 2) / a.elem() * a.elem();
   const std::int64_t chunk = static_cast<std::int64_t>(half / a.elem());
   const std::int64_t rounds = (a.count + chunk - 1) / chunk;

@@ -7,6 +7,9 @@
 //      staged copy directly, in rank order, into its result slot (and its output),
 //   3. waits until every peer has reduced, then copies the peers' results out (one copy out).
 //
+// When every rank's send and recv lie in registered memory (alloc_registered) nothing is
+// staged: allreduce_registered.cc reads the peers' buffers in place.
+//
 // Messages up to ShmWorkspace::kSmallBytes take allreduce one_shot's path instead
 // (allreduce_one_shot.cc): every rank posts its whole input and reduces all posted inputs
 // itself, in rank order, so every rank computes the same bytes. One synchronisation per call.
@@ -99,7 +102,10 @@ bool allreduce_shm_direct_supports(const CollectiveArgs& args) { return ShmWorks
 void allreduce_shm_direct(const CollectiveArgs& args) {
   ShmWorkspace& ws = shm_workspace_of(args);
   if (args.bytes(args.count) <= ShmWorkspace::kSmallBytes) return allreduce_one_shot_on(args, ws);
-  ws.post_call(args, nullptr);
+  // Every rank posts where its buffers lie; if all are registered the zero-copy path runs
+  // (allreduce_registered.cc), else every rank stages, whatever it registered itself.
+  const std::uint64_t call = ws.post_call_registered(args, args.bytes(args.count), args.bytes(args.count));
+  if (ws.registered_everywhere(call)) return allreduce_registered_on(args, ws, call);
   DirectAllreduce(args, ws).run();
 }
 

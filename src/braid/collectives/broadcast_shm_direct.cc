@@ -69,7 +69,8 @@ void broadcast_shm_direct(const CollectiveArgs& args) {
     if (!root) std::memcpy(args.recv, ws.small_slot(args.root, call) + ShmWorkspace::kSignatureBytes, args.bytes(args.count));
     return;
   }
-  ws.post_call(args, nullptr);
+  const std::uint64_t call = ws.post_call_registered(args, 0, args.bytes(args.count));
+  if (broadcast_registered_on(args, ws, call)) return;  // the root's buffer registered: pulled in place
   broadcast_rounds(args, ws);
 }
 

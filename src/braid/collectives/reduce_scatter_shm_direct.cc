@@ -62,7 +62,8 @@ void reduce_scatter_shm_direct(const CollectiveArgs& args) {
   ShmWorkspace& ws = access.attachment<ShmWorkspace>(args.comm, args.op, args.seq);
   const std::size_t input_bytes = args.bytes(args.count) * static_cast<std::size_t>(args.comm.size());
   if (input_bytes <= ShmWorkspace::kSmallBytes) return small_reduce_scatter(args, ws, input_bytes);
-  ws.post_call(args, nullptr);
+  const std::uint64_t call = ws.post_call_registered(args, input_bytes, args.bytes(args.count));
+  if (reduce_scatter_registered_on(args, ws, call)) return;  // every send registered: reduced in place
   reduce_scatter_rounds(args, ws);
 }
 

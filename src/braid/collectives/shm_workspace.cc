@@ -2,6 +2,7 @@
 
 #include <immintrin.h>
 #include <sched.h>
+#include <unistd.h>
 
 #include <fmt/format.h>
 
@@ -11,10 +12,12 @@
 #include "braid/base/error.h"
 #include "braid/base/reduce_op.h"
 #include "braid/collectives/exchange.h"
+#include "braid/collectives/registered_peers.h"
 #include "braid/comm/communicator_internal.h"
 #include "braid/comm/work.h"
 #include "braid/transport/fabric.h"
 #include "braid/transport/shm/futex.h"
+#include "braid/transport/shm/memfd_arena.h"
 #include "braid/transport/shm/segment_names.h"
 #include "braid/transport/shm/shm_budget.h"
 
@@ -50,6 +53,9 @@ const char* phase_name(ShmPhase phase) {
 
 constexpr std::size_t kSmallSlotBytes = ShmWorkspace::kSignatureBytes + 2 * ShmWorkspace::kFastBytes;
 static_assert(ShmWorkspace::kSmallBytes <= ShmWorkspace::kFastBytes);
+// Where a slot's ShmRegistrations lie: behind the signature, within kSignatureBytes.
+constexpr std::size_t kRegistrationsAt = 32;
+static_assert(kRegistrationsAt + sizeof(ShmRegistrations) <= ShmWorkspace::kSignatureBytes);
 
 std::size_t segment_bytes(int ranks, std::size_t slice_bytes) {
   return kHeaderBytes + 2 * kSmallSlotBytes + (static_cast<std::size_t>(ranks) + 1) * slice_bytes;
@@ -95,6 +101,7 @@ struct ShmWorkspace::Header {
   std::uint32_t version;
   std::uint64_t ranks;
   std::uint64_t slice_bytes;
+  std::int32_t pid;  // the owner's, for peers that map its registered arenas (registered_peers.h)
   alignas(64) std::atomic<std::uint64_t> progress[4];  // indexed by ShmPhase: last round / call done
   alignas(64) std::atomic<std::uint32_t> doorbell;
   std::atomic<std::uint32_t> sleeping;
@@ -113,7 +120,8 @@ ShmWorkspace::ShmWorkspace(Communicator& comm, OpKind op, std::int64_t seq)
     : fabric_(detail::CollectiveAccess(comm).fabric()), rank_(comm.rank()), size_(comm.size()), op_(op), seq_(seq),
       slice_bytes_(configured_slice_bytes(comm)),
       timeout_(default_timeout_seconds()),
-      quiet_key_{.comm_id = comm.id(), .channel = Channel::kCollective} {
+      quiet_key_{.comm_id = comm.id(), .channel = Channel::kCollective},
+      registered_(std::make_unique<RegisteredPeers>(comm.world_rank(comm.rank()))) {
   // Whatever ends set-up early (a peer's bad geometry, a segment that cannot be created or
   // opened) poisons the fabric, so every peer stops waiting for this rank at once.
   try {
@@ -141,6 +149,7 @@ void ShmWorkspace::set_up(Communicator& comm, OpKind op, std::int64_t seq) {
   h->version = kWorkspaceVersion;
   h->ranks = static_cast<std::uint64_t>(size_);
   h->slice_bytes = slice_bytes_;
+  h->pid = static_cast<std::int32_t>(::getpid());
 
   // Tell every peer the segment exists (and its geometry), then map theirs.
   const Geometry mine{static_cast<std::uint64_t>(size_), slice_bytes_};
@@ -182,13 +191,15 @@ std::byte* ShmWorkspace::staging(int rank) const {
 
 std::byte* ShmWorkspace::result(int rank) const { return staging(rank) + static_cast<std::size_t>(size_) * slice_bytes_; }
 
-std::uint64_t ShmWorkspace::post_call(const CollectiveArgs& a, std::span<const std::byte> small_input) {
+std::uint64_t ShmWorkspace::post_call(const CollectiveArgs& a, std::span<const std::byte> small_input,
+                                      const ShmRegistrations& registrations) {
   const std::uint64_t call = begin_call(a.op, a.seq);
   const ShmCallSignature mine{.seq = a.seq, .count = a.count, .op = static_cast<std::uint8_t>(a.op),
                               .dtype = static_cast<std::uint8_t>(a.dtype),
                               .reduce_op = static_cast<std::uint8_t>(a.reduce_op), .root = a.root};
   std::byte* slot = small_slot(rank_, call);
   std::memcpy(slot, &mine, sizeof mine);
+  std::memcpy(slot + kRegistrationsAt, &registrations, sizeof registrations);
   if (!small_input.empty()) std::memcpy(slot + kSignatureBytes, small_input.data(), small_input.size());
   publish(ShmPhase::kPosted, call);
   // The deadline (a clock read and a conversion) only when a peer is still to come.
@@ -201,6 +212,39 @@ std::uint64_t ShmWorkspace::post_call(const CollectiveArgs& a, std::span<const s
   }
   return call;
 }
+
+ShmRegistrations ShmWorkspace::registrations_of(const CollectiveArgs& a, std::size_t send_bytes, std::size_t recv_bytes) {
+  auto where = [](const std::byte* p, std::size_t bytes) {
+    const auto ref = p == nullptr || bytes == 0 ? std::nullopt : shm::ArenaRegistry::find(p, bytes);
+    return ref ? ShmRegistration{.arena = ref->arena, .fd = ref->fd, .offset = ref->offset} : ShmRegistration{};
+  };
+  return {.send = where(a.send, send_bytes), .recv = where(a.recv, recv_bytes)};
+}
+
+ShmRegistrations ShmWorkspace::posted_registrations(int rank, std::uint64_t call) const {
+  ShmRegistrations theirs;
+  std::memcpy(&theirs, small_slot(rank, call) + kRegistrationsAt, sizeof theirs);
+  return theirs;
+}
+
+bool ShmWorkspace::registered_everywhere(std::uint64_t call, bool send, bool recv) const {
+  for (int q = 0; q < size_; ++q) {
+    const ShmRegistrations theirs = posted_registrations(q, call);
+    if ((send && theirs.send.arena == 0) || (recv && theirs.recv.arena == 0)) return false;
+  }
+  return true;
+}
+
+std::byte* ShmWorkspace::registered_buffer(int rank, std::uint64_t call, bool recv, std::size_t bytes) {
+  const ShmRegistrations theirs = posted_registrations(rank, call);
+  try {
+    return registered_->address(world_rank(rank), header(rank)->pid, recv ? theirs.recv : theirs.send, bytes);
+  } catch (const Error&) {
+    fabric_.fail(std::current_exception());
+  }
+}
+
+std::size_t ShmWorkspace::registered_arenas_mapped() const { return registered_->mapped(); }
 
 ErrorContext ShmWorkspace::context(int peer) const {
   return {.rank = world_rank(rank_), .peer = peer < 0 ? -1 : world_rank(peer), .op = std::string(op_kind_name(op_)),

@@ -33,6 +33,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -59,9 +60,24 @@ struct ShmCallSignature {
   friend bool operator==(const ShmCallSignature&, const ShmCallSignature&) = default;
 };
 
+// Where a call's send or recv lies in registered memory (comm/registered_buffer.h), posted
+// behind the signature (not compared: ranks may differ in what they registered). arena 0:
+// not registered. A peer maps the arena through /proc/<pid>/fd/<fd> (registered_peers.h).
+struct ShmRegistration {
+  std::uint32_t arena = 0;
+  std::int32_t fd = -1;
+  std::uint64_t offset = 0;
+};
+struct ShmRegistrations {
+  ShmRegistration send, recv;
+};
+static_assert(sizeof(ShmCallSignature) <= 32 && sizeof(ShmRegistrations) <= 32);
+
 // kStaged/kReduced count rounds of the sliced path; kPosted counts calls (both paths);
 // kGathered counts calls too: two_shot's "my reduced block is in my slot".
 enum class ShmPhase : int { kStaged = 0, kReduced = 1, kPosted = 2, kGathered = 3 };
+
+class RegisteredPeers;
 
 class ShmWorkspace : public CommAttachment {
  public:
@@ -118,12 +134,33 @@ class ShmWorkspace : public CommAttachment {
   // other's data. (A peer inside a message-based collective is noticed while waiting: its
   // message arrives.) Returns the call number (see small_slot).
   // REQUIRES: small_input.size() <= kFastBytes.
-  std::uint64_t post_call(const CollectiveArgs& args, std::span<const std::byte> small_input);
+  std::uint64_t post_call(const CollectiveArgs& args, std::span<const std::byte> small_input,
+                          const ShmRegistrations& registrations = {});
   // The same with args.bytes(args.count) bytes of `small_input`, or none if it is null.
   std::uint64_t post_call(const CollectiveArgs& args, const std::byte* small_input) {
     return post_call(args, small_input == nullptr ? std::span<const std::byte>()
                                                   : std::span<const std::byte>(small_input, args.bytes(args.count)));
   }
+  // The registered path (allreduce_registered.cc): where args.send and args.recv lie in
+  // registered memory, if they do; posted by post_call_registered.
+  // (send_bytes of send, recv_bytes of recv; an empty or null range is not registered.)
+  static ShmRegistrations registrations_of(const CollectiveArgs& args, std::size_t send_bytes, std::size_t recv_bytes);
+  std::uint64_t post_call_registered(const CollectiveArgs& args, std::size_t send_bytes, std::size_t recv_bytes) {
+    return post_call(args, {}, registrations_of(args, send_bytes, recv_bytes));
+  }
+  // What rank `rank` posted for call `call` (after post_call: the same on every rank).
+  ShmRegistrations posted_registrations(int rank, std::uint64_t call) const;
+  // After post_call: whether every rank's send (if `send`) and recv (if `recv`) of call `call`
+  // are registered (the same answer on every rank: it reads every rank's slot).
+  bool registered_everywhere(std::uint64_t call, bool send = true, bool recv = true) const;
+  // Rank `rank`'s send (or recv) of call `call` in this process: `bytes` from its registered
+  // address, the peer's arena mapped on first use and cached for the workspace's life.
+  // Corrupt when the peer's offset runs past its arena; SystemError when the kernel refuses
+  // the mapping (fails the fabric, so every rank raises).
+  std::byte* registered_buffer(int rank, std::uint64_t call, bool recv, std::size_t bytes);
+  // How many peer arenas this rank has mapped so far (tests: which path ran).
+  std::size_t registered_arenas_mapped() const;
+
   // Mismatch unless `theirs` (rank `peer`'s signature) equals `mine`.
   void check_signature(int peer, const ShmCallSignature& theirs, const ShmCallSignature& mine) const;
   // A deadline of BRAID_TIMEOUT from now (read once, at construction).
@@ -175,6 +212,7 @@ class ShmWorkspace : public CommAttachment {
   MatchKey quiet_key_;  // this communicator's collective channel: silent while we wait here
   std::uint64_t round_ = 0;
   std::uint64_t calls_ = 0;
+  std::unique_ptr<RegisteredPeers> registered_;  // peers' arenas this rank has mapped
 };
 
 }  // namespace braid

@@ -10,9 +10,11 @@
 #include "braid/base/error.h"
 #include "braid/collectives/collective_queue.h"
 #include "braid/collectives/collectives.h"
+#include "braid/collectives/shm_workspace.h"
 #include "braid/comm/communicator_internal.h"
 #include "braid/compress/compressed_call.h"
 #include "braid/compress/compressed_reduce_scatter.h"
+#include "braid/engine/bucket_memory.h"
 #include "braid/engine/readiness_tracker.h"
 #include "braid/trace/trace_recorder.h"
 
@@ -50,7 +52,7 @@ bool compresses(const compress::CompressionPolicy& policy) {
 // background thread writes `stats` and `seconds` before the Work completes; the training
 // thread reads them after waiting on it.
 struct GradSync::BucketRun {
-  std::vector<float> buffer;  // ZeRO: padded to size() x shard, the padding stays zero; stage 2: none (pool_)
+  engine::BucketMemory buffer;  // registered (zero-copy allreduce) unless options say not; ZeRO: padded to size() x shard, the padding stays zero; stage 2: none (pool_)
   std::vector<float> shard;   // ZeRO: this rank's reduce-scattered shard (the reduce_scatter's recv)
   std::string name;        // the tensor name the policy and the compression state see
   compress::Shape shape;   // a single-parameter bucket keeps its parameter's shape (PowerSGD)
@@ -67,6 +69,7 @@ double GradSyncStats::overlap_ratio() const {
 
 GradSync::GradSync(Communicator& comm, GradSyncOptions options) : comm_(comm), options_(std::move(options)) {
   check_options();
+  registered_buckets_ = options_.registered_buckets && options_.zero_stage == 0 && ShmWorkspace::usable(comm_);
   if (options_.trace == nullptr) {
     auto recorder = std::make_unique<trace::TraceRecorder>(trace::from_environment(comm_.rank()));
     if (recorder->enabled()) {
@@ -163,10 +166,10 @@ void GradSync::adopt_plan(engine::BucketPlan plan) {
       const engine::FlatBuffer& flat = layout_.buffers[b];
       BRAID_CHECK(flat.offsets == bucket.offsets && flat.used_elements == bucket.elements, InvalidArgument,
                   {.rank = comm_.rank(), .op = "GradSync (internal)"}, "bucket {}'s shard layout moved its parameters", b);
-      if (options_.zero_stage == 1) run->buffer.assign(static_cast<std::size_t>(flat.elements), 0.0f);
+      if (options_.zero_stage == 1) run->buffer.assign(comm_, static_cast<std::size_t>(flat.elements), false);
       run->shard.assign(static_cast<std::size_t>(flat.shard_elements), 0.0f);
     } else {
-      run->buffer.assign(static_cast<std::size_t>(bucket.elements), 0.0f);  // allocated and faulted once per plan
+      run->buffer.assign(comm_, static_cast<std::size_t>(bucket.elements), registered_buckets_);
     }
     bool single = bucket.params.size() == 1;
     run->name = single ? params_[static_cast<std::size_t>(bucket.params[0])].name : fmt::format("bucket{}", b);

@@ -104,6 +104,11 @@ struct GradSyncOptions {
   // the caller may release them (ZeRO-2's adapter resets the .grad tensors here). Must not call
   // into GradSync.
   std::function<void(int bucket)> on_gradients_copied;
+  // Bucket buffers in registered memory (alloc_registered), so that their allreduce on one
+  // host reads the peers' buckets in place (docs/registered-memory.md). Taken only where the
+  // communicator has a shared-memory workspace (every rank on one host, over shm) and without
+  // ZeRO (its reduce-scatter has no zero-copy path yet). false: ordinary memory, for the A/B.
+  bool registered_buckets = true;
   // ZeRO++ qgZ (docs/zero.md "ZeRO++"): with zero_stage 1 or 2, the codec of every bucket's
   // reduce-scatter (compress/compressed_reduce_scatter.h: an all-to-all of encoded shards, the
   // first stage of the two-stage compressed allreduce, each shard's n contributions decoded and
@@ -219,6 +224,8 @@ class GradSync {
   // Gradient accumulation: with sync off, mark_ready and finish do nothing.
   void set_sync(bool on);
   bool sync_enabled() const { return sync_; }
+  // Whether the buckets live in registered memory (GradSyncOptions::registered_buckets).
+  bool registered_buckets() const { return registered_buckets_; }
 
   const engine::BucketPlan& plan() const { return plan_; }
   // The engine's staging memory: the send buffers (per bucket, or stage 2's shared ones) and
@@ -284,6 +291,7 @@ class GradSync {
   std::int64_t step_ = 0;
   bool sync_ = true;
   bool planned_ = false;
+  bool registered_buckets_ = false;  // set once at construction
 };
 
 // Turns synchronisation off for its lifetime (DDP's no_sync): accumulate K-1 micro-steps

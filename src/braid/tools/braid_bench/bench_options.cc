@@ -55,6 +55,8 @@ void add_sweep_flags(CLI::App& app, SweepOptions& options, bool collective, bool
   app.add_option("--csv", options.csv_path, "also write the results as CSV to this file");
   if (!collective) return;
   app.add_option("-d,--datatype", options.dtype_name, "f32, f64, f16, bf16, i32, i64 or u8 (default f32)");
+  app.add_flag("--registered", options.registered,
+               "send and recv buffers in registered memory (alloc_registered): the zero-copy shared-memory path");
   app.add_option("--algo", options.algorithm,
                  "algorithm to run (default: braid's choice); with --tune or --plot, the comma-separated "
                  "algorithms to compare (default: all)");

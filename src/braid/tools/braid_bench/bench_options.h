@@ -32,6 +32,7 @@ struct SweepOptions {
   std::string tune_path;      // --tune FILE: time every algorithm, write the fastest per size
   std::string plot_path;      // --plot FILE.png: time every algorithm, draw busbw per algorithm
   std::string compress;       // allreduce --compress a,b: time the compressed allreduce of each codec
+  bool registered = false;    // --registered: send and recv from alloc_registered (zero-copy path)
 
   DType dtype() const;
   ReduceOp op() const;

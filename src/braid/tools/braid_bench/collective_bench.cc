@@ -31,6 +31,7 @@ ResultTable make_table(const CollectiveSpec& spec, Communicator& comm, const Swe
     table.print_comment(fmt::format("braid-bench {}: {} ranks, algorithm {}, out-of-place", spec.name(), comm.size(), algorithm));
     table.print_comment(one_thread_memcpy_line(reference.one_thread_gbs));
     table.print_comment(every_rank_memcpy_line(reference.every_rank_gbs));
+    if (options.registered) table.print_comment("Buffers: registered (alloc_registered)");
     if (spec.note) table.print_comment(spec.note(comm.size(), largest_count));
     table.print_comment(fmt::format("time = slowest rank, median of {} batches; busbw = algbw * {:.3f}", options.repeats,
                                     spec.busbw_factor(comm.size())));
@@ -54,7 +55,7 @@ int run_collective_bench(Communicator& comm, const CollectiveSpec& spec, const S
   ResultTable table = make_table(spec, comm, options, reference, largest_count);
   CollectiveOptions collective_options{.algorithm = options.algorithm};
 
-  SweepBuffers buffers(comm, spec, sizes, dtype, op);
+  SweepBuffers buffers(comm, spec, sizes, dtype, op, options.registered);
   std::int64_t total_wrong = 0;
   for (std::uint64_t requested : sizes) {
     std::int64_t count = spec.count_for(requested, n, elem);

@@ -61,12 +61,21 @@ std::int64_t count_wrong(const CollectiveSpec& spec, const CollectiveCall& call)
 }  // namespace
 
 SweepBuffers::SweepBuffers(Communicator& comm, const CollectiveSpec& spec, const std::vector<std::uint64_t>& sizes,
-                           DType dtype, ReduceOp op) {
+                           DType dtype, ReduceOp op, bool registered) {
   const std::size_t elem = dtype_size(dtype);
   const int n = comm.size();
   const std::int64_t largest_count = sizes.empty() ? 0 : spec.count_for(sizes.back(), n, elem);
-  send_ = send_buffer_.get(std::max<std::size_t>(1, static_cast<std::size_t>(spec.send_elements(largest_count, n)) * elem));
-  recv_ = recv_buffer_.get(std::max<std::size_t>(1, static_cast<std::size_t>(spec.recv_elements(largest_count, n)) * elem));
+  const std::size_t send_bytes = std::max<std::size_t>(1, static_cast<std::size_t>(spec.send_elements(largest_count, n)) * elem);
+  const std::size_t recv_bytes = std::max<std::size_t>(1, static_cast<std::size_t>(spec.recv_elements(largest_count, n)) * elem);
+  if (registered) {
+    send_registered_ = alloc_registered(comm, send_bytes);  // zero-filled and faulted in by the pool
+    recv_registered_ = alloc_registered(comm, recv_bytes);
+    send_ = send_registered_.data();
+    recv_ = recv_registered_.data();
+  } else {
+    send_ = send_buffer_.get(send_bytes);
+    recv_ = recv_buffer_.get(recv_bytes);
+  }
   fill_input(spec, send_, spec.send_elements(largest_count, n), dtype, op, comm.rank(), n);
 }
 

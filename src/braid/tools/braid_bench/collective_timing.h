@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "bench_options.h"
+#include "braid/comm/registered_buffer.h"
 #include "braid/comm/scratch_buffer.h"
 #include "collective_bench.h"
 
@@ -20,13 +21,15 @@ namespace braid::bench {
 // with this rank's inputs.
 class SweepBuffers {
  public:
+  // `registered`: from alloc_registered (registered memory) instead of scratch memory.
   SweepBuffers(Communicator& comm, const CollectiveSpec& spec, const std::vector<std::uint64_t>& sizes, DType dtype,
-               ReduceOp op);
+               ReduceOp op, bool registered = false);
   void* send() const { return send_; }
   void* recv() const { return recv_; }
 
  private:
   ScratchBuffer send_buffer_, recv_buffer_;
+  RegisteredBuffer send_registered_, recv_registered_;
   void* send_ = nullptr;
   void* recv_ = nullptr;
 };

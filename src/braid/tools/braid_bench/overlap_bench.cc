@@ -115,7 +115,8 @@ StepFigures slowest_median(Communicator& comm, const std::vector<StepFigures>& s
 StepFigures run_config(Communicator& comm, SyntheticModel& model, const Config& c, const OverlapOptions& o,
                        std::int64_t units_per_layer) {
   GradSync sync(comm, {.bucket_cap = c.bucket,
-                       .policy = compress::CompressionPolicy({.codec = c.codec, .min_elements = 0})});
+                       .policy = compress::CompressionPolicy({.codec = c.codec, .min_elements = 0}),
+                       .registered_buckets = o.registered_buckets});
   model.register_with(sync);
   ComputeLoop loop;
   for (int s = 0; s < 2; ++s) model.step(sync, loop, units_per_layer, c.overlap, s);  // first step rebuilds buckets
@@ -154,6 +155,10 @@ void add_overlap_flags(CLI::App& app, OverlapOptions& o) {
   app.add_option("--buckets", o.buckets, "bucket caps to compare, MiB or auto (default 1,4,25,auto)");
   app.add_option("--compress", o.codecs, "codecs to compare (default none), e.g. none,int8,topk:0.01");
   app.add_option("--overlap", o.overlap, "off, on or off,on (default off,on)");
+  app.add_option_function<std::string>(
+         "--registered-buckets", [&o](const std::string& v) { o.registered_buckets = v == "on"; },
+         "on (default): buckets in registered memory, the zero-copy allreduce on one host; off: ordinary memory")
+      ->check(CLI::IsMember({"on", "off"}));
   app.add_option("--steps", o.steps, "timed steps per configuration, median reported (default 7)")
       ->check(CLI::PositiveNumber);
   app.add_option("--compute-ms", o.compute_ms, "backward compute per step in ms (default: calibrated)")

@@ -32,6 +32,7 @@ struct OverlapOptions {
   int steps = 7;                        // timed steps per configuration (median), after 2 warm-up steps
   double compute_ms = 0;                // total backward compute per step; 0: calibrate from comm-share
   double comm_share = 0.6;              // communication time / compute time when calibrating
+  bool registered_buckets = true;       // GradSyncOptions::registered_buckets (--registered-buckets on|off)
   std::string json_path;
 };
 

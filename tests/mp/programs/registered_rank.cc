@@ -1,0 +1,241 @@
+// braid-registered-rank SCENARIO: the rank program of registered_memory_test.cc, for the
+// zero-copy allreduce on registered memory (alloc_registered). Prints "JOBID <id>" first,
+// then per scenario "OK <scenario> rank R" or "FAIL <scenario> rank R: why".
+//
+//   grid:     every dtype, counts 0 / uneven / several chunks, in place and not, all ranks
+//             registered: the exact sum, bit for bit the rank-order f32 sum, and the
+//             workspace must have mapped peer arenas (the zero-copy path ran).
+//   others:   allgather, broadcast and reduce_scatter, registered (in place and not) and with
+//             rank 0 unregistered, at counts 0 / small / several chunks.
+//   mixed:    rank 0's buffers (or only every recv) registered, the rest not: the staged path
+//             on every rank, right results, no peer arena mapped.
+//   realloc:  every call frees and reallocates its buffers (other sizes, reused blocks).
+//   mismatch: the last rank calls with one element more: Mismatch on every rank, no hang.
+//   register: register_memory accepts alloc's memory and refuses the heap (InvalidArgument).
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "braid/base/dtype.h"
+#include "braid/base/env.h"
+#include "braid/base/error.h"
+#include "braid/base/half.h"
+#include "braid/collectives/collectives.h"
+#include "braid/collectives/shm_workspace.h"
+#include "braid/comm/communicator.h"
+#include "braid/comm/communicator_internal.h"
+#include "braid/comm/registered_buffer.h"
+
+namespace {
+
+using braid::Communicator;
+using braid::DType;
+using braid::RegisteredBuffer;
+using braid::alloc_registered;
+using braid::register_memory;
+using braid::ReduceOp;
+
+int g_failures = 0;
+
+void fail(const Communicator& comm, const std::string& scenario, const std::string& why) {
+  std::printf("FAIL %s rank %d: %s\n", scenario.c_str(), comm.rank(), why.c_str());
+  ++g_failures;
+}
+
+std::size_t arenas_mapped(Communicator& comm) {
+  auto* ws = braid::detail::CollectiveAccess(comm).find_attachment<braid::ShmWorkspace>();
+  return ws == nullptr ? 0 : ws->registered_arenas_mapped();
+}
+
+// Small integers (exact in every dtype, u8 sums included): rank q's element i.
+int small_value(int rank, std::int64_t i) { return static_cast<int>((i * 7 + rank * 3) % 4); }
+
+void put(std::byte* p, DType dtype, std::int64_t i, int v) {
+  switch (dtype) {
+    case DType::kF32: reinterpret_cast<float*>(p)[i] = static_cast<float>(v); break;
+    case DType::kF64: reinterpret_cast<double*>(p)[i] = v; break;
+    case DType::kF16: reinterpret_cast<std::uint16_t*>(p)[i] = braid::float_to_half(static_cast<float>(v)); break;
+    case DType::kBF16: reinterpret_cast<std::uint16_t*>(p)[i] = braid::float_to_bf16(static_cast<float>(v)); break;
+    case DType::kI32: reinterpret_cast<std::int32_t*>(p)[i] = v; break;
+    case DType::kI64: reinterpret_cast<std::int64_t*>(p)[i] = v; break;
+    case DType::kU8: reinterpret_cast<std::uint8_t*>(p)[i] = static_cast<std::uint8_t>(v); break;
+  }
+}
+
+// Fills `send` with rank `rank`'s inputs and `want` with the sum over ranks, in `dtype`.
+void fill(int rank, int ranks, DType dtype, std::int64_t count, std::byte* send, std::byte* want) {
+  for (std::int64_t i = 0; i < count; ++i) {
+    int sum = 0;
+    for (int q = 0; q < ranks; ++q) sum += small_value(q, i);
+    put(send, dtype, i, small_value(rank, i));
+    put(want, dtype, i, sum);
+  }
+}
+
+// One allreduce on buffers that are registered or not; checks the result.
+void check_allreduce(Communicator& comm, const std::string& scenario, DType dtype, std::int64_t count, bool in_place,
+                     bool register_send, bool register_recv) {
+  const std::size_t bytes = static_cast<std::size_t>(count) * braid::dtype_size(dtype);
+  RegisteredBuffer rs = alloc_registered(comm, bytes), rr = alloc_registered(comm, bytes);
+  std::vector<std::byte> hs(bytes), hr(bytes), want(bytes);
+  std::byte* send = register_send ? static_cast<std::byte*>(rs.data()) : hs.data();
+  std::byte* recv = in_place ? send : register_recv ? static_cast<std::byte*>(rr.data()) : hr.data();
+  fill(comm.rank(), comm.size(), dtype, count, send, want.data());
+  braid::allreduce(comm, send, recv, count, dtype, ReduceOp::kSum);
+  if (bytes > 0 && std::memcmp(recv, want.data(), bytes) != 0) {
+    fail(comm, scenario, std::string("wrong sum for ") + std::string(braid::dtype_name(dtype)) + " count " + std::to_string(count) +
+                             (in_place ? " in place" : ""));
+  }
+}
+
+// Rank-order f32 sums that another order would change (a huge value on rank 0).
+void check_rank_order(Communicator& comm, std::int64_t count, bool in_place) {
+  const std::size_t bytes = static_cast<std::size_t>(count) * sizeof(float);
+  RegisteredBuffer s = alloc_registered(comm, bytes), r = alloc_registered(comm, bytes);
+  auto* send = static_cast<float*>(s.data());
+  float* recv = in_place ? send : static_cast<float*>(r.data());
+  std::vector<float> want(static_cast<std::size_t>(count));
+  auto input = [](int rank, std::int64_t i) {
+    return rank == 0 ? 1.0e8f + static_cast<float>(i % 97) : 1.0f + static_cast<float>((i * 7 + rank * 13) % 31) / 8.0f;
+  };
+  for (std::int64_t i = 0; i < count; ++i) {
+    send[i] = input(comm.rank(), i);
+    float sum = input(0, i);
+    for (int q = 1; q < comm.size(); ++q) sum += input(q, i);
+    want[static_cast<std::size_t>(i)] = sum;
+  }
+  braid::allreduce(comm, send, recv, count, DType::kF32, ReduceOp::kSum);
+  if (std::memcmp(recv, want.data(), bytes) != 0) fail(comm, "grid", "f32 result is not the rank-order sum");
+}
+
+void grid(Communicator& comm) {
+  for (DType dtype : {DType::kF32, DType::kF64, DType::kF16, DType::kBF16, DType::kI32, DType::kI64, DType::kU8}) {
+    for (bool in_place : {false, true}) check_allreduce(comm, "grid", dtype, 100003, in_place, true, true);
+  }
+  for (std::int64_t count : {0LL, 5000LL, 65537LL, 1000003LL}) {
+    for (bool in_place : {false, true}) check_allreduce(comm, "grid", DType::kF32, count, in_place, true, true);
+  }
+  for (bool in_place : {false, true}) check_rank_order(comm, 300007, in_place);
+  if (arenas_mapped(comm) == 0) fail(comm, "grid", "no peer arena mapped: the zero-copy path never ran");
+}
+
+// allgather, broadcast and reduce_scatter on registered buffers (in place and not) and, for
+// each, one call with rank 0's buffers unregistered (the staged path on every rank).
+void others(Communicator& comm) {
+  const int n = comm.size(), r = comm.rank();
+  for (std::int64_t count : {0LL, 3001LL, 100003LL}) {
+    for (int variant = 0; variant < 3; ++variant) {  // 0: registered, 1: in place, 2: rank 0 unregistered
+      const bool reg = !(variant == 2 && r == 0), in_place = variant == 1;
+      const std::size_t block = static_cast<std::size_t>(count) * sizeof(float), all = block * static_cast<std::size_t>(n);
+      RegisteredBuffer rs = alloc_registered(comm, all), rr = alloc_registered(comm, all);
+      std::vector<float> hs(static_cast<std::size_t>(count) * n + 1), hr(hs.size());
+      auto* send = reg ? static_cast<float*>(rs.data()) : hs.data();
+      auto* recv = reg ? static_cast<float*>(rr.data()) : hr.data();
+      const std::string what = " count " + std::to_string(count) + " variant " + std::to_string(variant);
+      // allgather: block q of recv is rank q's input, q * 1000 + i.
+      float* ag_send = in_place ? recv + static_cast<std::size_t>(count) * r : send;
+      for (std::int64_t i = 0; i < count; ++i) ag_send[i] = static_cast<float>(r * 1000 + i % 1000);
+      braid::allgather(comm, ag_send, recv, count, DType::kF32);
+      for (int q = 0; q < n; ++q) {
+        for (std::int64_t i = 0; i < count; ++i) {
+          if (recv[q * count + i] != static_cast<float>(q * 1000 + i % 1000)) {
+            fail(comm, "others", "allgather" + what);
+            q = n;
+            break;
+          }
+        }
+      }
+      // broadcast from the last rank.
+      for (std::int64_t i = 0; i < count; ++i) recv[i] = r == n - 1 ? static_cast<float>(i % 777) : -1.0f;
+      braid::broadcast(comm, recv, count, DType::kF32, n - 1);
+      for (std::int64_t i = 0; i < count; ++i) {
+        if (recv[i] != static_cast<float>(i % 777)) {
+          fail(comm, "others", "broadcast" + what);
+          break;
+        }
+      }
+      // reduce_scatter: element i of block b on rank q is q + b + i % 5.
+      for (int b = 0; b < n; ++b) {
+        for (std::int64_t i = 0; i < count; ++i) send[b * count + i] = static_cast<float>(r + b + i % 5);
+      }
+      float* rs_recv = in_place ? send : recv;
+      braid::reduce_scatter(comm, send, rs_recv, count, DType::kF32, ReduceOp::kSum);
+      for (std::int64_t i = 0; i < count; ++i) {
+        const float want = static_cast<float>(n * (n - 1) / 2 + n * (r + i % 5));
+        if (rs_recv[i] != want) {
+          fail(comm, "others", "reduce_scatter" + what);
+          break;
+        }
+      }
+    }
+  }
+  if (arenas_mapped(comm) == 0) fail(comm, "others", "no peer arena mapped: no zero-copy path ran");
+}
+
+void mixed(Communicator& comm) {
+  const bool first = comm.rank() == 0;
+  check_allreduce(comm, "mixed", DType::kF32, 100003, false, first, first);     // rank 0 only
+  check_allreduce(comm, "mixed", DType::kF32, 100003, false, !first, !first);   // all but rank 0
+  check_allreduce(comm, "mixed", DType::kF32, 100003, false, false, true);      // every recv, no send
+  check_allreduce(comm, "mixed", DType::kI32, 100003, true, first, first);      // in place
+  if (arenas_mapped(comm) != 0) fail(comm, "mixed", "a peer arena was mapped: some rank took the zero-copy path");
+}
+
+void realloc_between_calls(Communicator& comm) {
+  for (int i = 0; i < 6; ++i) {
+    const std::int64_t count = 40000 + 30000 * (i % 3); // sizes come back: blocks reused
+    check_allreduce(comm, "realloc", DType::kF32, count, i % 2 == 1, true, true);
+  }
+  if (arenas_mapped(comm) == 0) fail(comm, "realloc", "no peer arena mapped");
+}
+
+void mismatch(Communicator& comm) {
+  const std::int64_t count = 100000 + (comm.rank() == comm.size() - 1 ? 1 : 0);
+  RegisteredBuffer s = alloc_registered(comm, static_cast<std::size_t>(count) * 4), r = alloc_registered(comm, s.size());
+  try {
+    braid::allreduce(comm, s.data(), r.data(), count, DType::kF32, ReduceOp::kSum);
+    fail(comm, "mismatch", "no error");
+  } catch (const braid::Mismatch& e) {
+    std::printf("MISMATCH rank %d: %s\n", comm.rank(), e.what());
+  }
+}
+
+void register_scenario(Communicator& comm) {
+  RegisteredBuffer b = alloc_registered(comm, 10000);
+  register_memory(comm, static_cast<std::byte*>(b.data()) + 100, 5000);
+  std::vector<char> heap(1000);
+  try {
+    register_memory(comm, heap.data(), heap.size());
+    fail(comm, "register", "heap memory accepted");
+  } catch (const braid::InvalidArgument& e) {
+    if (std::string(e.what()).find("not registered memory") == std::string::npos) fail(comm, "register", e.what());
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: braid-registered-rank grid|others|mixed|realloc|mismatch|register\n");
+    return 2;
+  }
+  const std::string scenario = argv[1];
+  try {
+    Communicator comm = Communicator::init();
+    if (auto job = braid::env::get(braid::env::kJobId)) std::printf("JOBID %s\n", job->c_str());
+    if (scenario == "grid") grid(comm);
+    else if (scenario == "mixed") mixed(comm);
+    else if (scenario == "others") others(comm);
+    else if (scenario == "realloc") realloc_between_calls(comm);
+    else if (scenario == "mismatch") mismatch(comm);
+    else if (scenario == "register") register_scenario(comm);
+    else return 2;
+  } catch (const braid::Error& e) {
+    std::printf("FAIL %s: %s\n", scenario.c_str(), e.what());
+    return 3;
+  }
+  if (g_failures == 0) std::printf("OK %s\n", scenario.c_str());
+  std::fflush(stdout);
+  return g_failures == 0 ? 0 : 1;
+}
