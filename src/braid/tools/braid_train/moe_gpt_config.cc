@@ -72,7 +72,11 @@ void validate_moe(const TrainConfig& c, int world) {
   refuse_unsupported(c);
   // The data-parallel ranks (world / (tp x pp)) are where EP groups are carved (base/moe_mesh_layout.h).
   int model_parallel = std::max(1, c.tp) * std::max(1, c.pp);
-  if (m.ep < 1 || world % model_parallel != 0 || (world / model_parallel) % m.ep != 0) {
+  if (world % model_parallel != 0) {
+    bad(fmt::format("--tp {} x --pp {} with --model moe-gpt: their product must divide the world size {}", c.tp, c.pp,
+                    world));
+  }
+  if (m.ep < 1 || (world / model_parallel) % m.ep != 0) {
     bad(fmt::format("--ep {}: must be at least 1 and divide the data-parallel size world / (tp x pp) = {} / ({} x {})",
                     m.ep, world, c.tp, c.pp));
   }
