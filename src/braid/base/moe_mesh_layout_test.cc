@@ -90,7 +90,7 @@ TEST(MoeMeshLayoutTest, WhatDoesNotFitIsNamed) {
                                        "(tp x pp) = 8"),
             std::string::npos)
       << message(8, {.ep = 3});
-  EXPECT_NE(message(8, {.ep = 4, .tp = 2}).find("ep must divide the data-parallel size world / (tp x pp) = 4"),
+  EXPECT_NE(message(8, {.ep = 3, .tp = 2}).find("ep must divide the data-parallel size world / (tp x pp) = 4"),
             std::string::npos);
   EXPECT_NE(message(8, {.ep = 4, .pp = 2, .tp = 2}).find("= 2"), std::string::npos);
   EXPECT_NE(message(6, {.ep = 1, .tp = 4}).find("tp x pp = 4 does not divide the world"), std::string::npos);
