@@ -55,6 +55,8 @@ std::string mesh_case_name(const ::testing::TestParamInfo<MeshCase>& param) {
 INSTANTIATE_TEST_SUITE_P(Layouts, ProcessMeshTest,
                          ::testing::Values(mesh_case(8, "auto", 1, {"dp=2,pp=2,tp=2", "group=dp+tp"}),
                                            mesh_case(4, "auto", 1, {"dp=2,pp=1,tp=2"}),
+                                           // The MoE mesh (base/moe_mesh_layout.h): data-parallel is edp x ep.
+                                           mesh_case(8, "auto", 1, {"edp=2,ep=2,pp=2,tp=1"}),
                                            mesh_case(4, "auto", 1, {"dp=1,pp=1,tp=4"}),
                                            mesh_case(4, "auto", 1, {"dp=4"}),
                                            mesh_case(4, "tcp", 1, {"dp=1,pp=2,tp=2", "group=dp+pp"}),

@@ -105,7 +105,12 @@ std::vector<std::string> ProcessMesh::model_parallel_axes() const {
 
 std::vector<std::string> ProcessMesh::data_parallel_axes() const {
   if (layout_.has("dp")) return {"dp"};
-  return {};
+  // The MoE mesh (base/moe_mesh_layout.h): the dense layers' replicas are edp x ep.
+  std::vector<std::string> axes;
+  for (const char* name : {"edp", "ep"}) {
+    if (layout_.has(name)) axes.emplace_back(name);
+  }
+  return axes;
 }
 
 // Every rank examines every TP group (not only its own), from the topology all ranks share,

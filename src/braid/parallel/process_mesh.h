@@ -69,7 +69,8 @@ class ProcessMesh {
   // tp x pp (those the layout has): where a model-parallel shard's partial sums (the global
   // gradient norm) are completed.
   Communicator& model_parallel() { return group(model_parallel_axes()); }
-  // dp (if the layout has it; else this rank alone): where gradients are averaged.
+  // dp (if the layout has it; on the MoE mesh of base/moe_mesh_layout.h, edp x ep, the dense
+  // parameters' replicas; else this rank alone): where gradients are averaged.
   Communicator& data_parallel() { return group(data_parallel_axes()); }
 
   std::vector<std::string> model_parallel_axes() const;

@@ -153,6 +153,7 @@ Estimates moe_alltoall_bytes(const MoeShape& s) {
   require_range("top-k", s.top_k, 1, s.experts, "a token goes to between 1 and all experts");
   require_range("experts", s.experts, 1, 1e9);
   check_group(s.ep, "ep");
+  check_group(s.tp, "tp");
   const double one_way = s.tokens * s.top_k * s.hidden * s.bytes;
   const double row = s.hidden * s.bytes;
   const double kept = moe_kept_rows(s).value;
@@ -173,7 +174,10 @@ Estimates moe_alltoall_bytes(const MoeShape& s) {
            fmt::format("2 x {} x {} x {} B", num(kept), num(s.hidden), num(s.bytes))},
           {"moe_layer_train_wire_bytes", 4 * kept * row * share(s.ep), Unit::kBytes,
            "4 x R x H x b x (ep-1)/ep  (forward + backward, off the rank)",
-           fmt::format("4 x {} x {} x {} x ({}-1)/{} B", num(kept), num(s.hidden), num(s.bytes), s.ep, s.ep)}};
+           fmt::format("4 x {} x {} x {} x ({}-1)/{} B", num(kept), num(s.hidden), num(s.bytes), s.ep, s.ep)},
+          {"moe_layer_train_wire_bytes_per_tp_group", s.tp * 4 * kept * row * share(s.ep), Unit::kBytes,
+           "tp x 4 x R x H x b x (ep-1)/ep  (each tp rank exchanges the same rows over its own EP group)",
+           fmt::format("{} x 4 x {} x {} x {} x ({}-1)/{} B", s.tp, num(kept), num(s.hidden), num(s.bytes), s.ep, s.ep)}};
 }
 
 Estimate bucket_size_rule(double gradient_bytes, int ranks) {

@@ -69,6 +69,12 @@ Estimates pp_bytes(const ActivationShape& shape, int microbatches, int chunks, i
 // backward each move 2 R H b, R the routed copies that are kept: T k dropless, at most
 // min(T k, E C) with a capacity factor cf (C = ceil(cf T k / E), moe_routing.h; braid sends only
 // the kept copies, where capacity-padded implementations send E C always).
+//
+// On the mesh edp x ep x pp x tp (base/moe_mesh_layout.h) these are per rank whatever tp and pp:
+// T is the replica's (micro-)batch tokens at that layer, which every tp rank of the replica
+// routes alike over its own EP group (the experts are not TP-split), so a replica's TP group
+// moves tp times one rank's bytes (moe_layer_train_wire_bytes_per_tp_group); pp only decides
+// which stage's EP group a layer exchanges over.
 struct MoeShape {
   double tokens = 4096;
   double top_k = 2;
@@ -77,6 +83,7 @@ struct MoeShape {
   double experts = 8;
   int ep = 8;
   double capacity_factor = 0;  // 0: dropless
+  int tp = 1;                  // tensor-parallel ranks of a replica, each exchanging its own copy
 };
 Estimates moe_alltoall_bytes(const MoeShape& shape);
 

@@ -182,6 +182,11 @@ TEST(SeedNumbersTest, MoeAllToAll) {
   EXPECT_DOUBLE_EQ(value(moe, "moe_layer_forward_bytes"), 2 * 4096.0 * 2 * 4096 * 2);
   EXPECT_DOUBLE_EQ(value(moe, "moe_layer_backward_bytes"), 2 * 4096.0 * 2 * 4096 * 2);
   EXPECT_DOUBLE_EQ(value(moe, "moe_layer_train_wire_bytes"), 4 * 4096.0 * 2 * 4096 * 2 * 7 / 8);
+  EXPECT_DOUBLE_EQ(value(moe, "moe_layer_train_wire_bytes_per_tp_group"), 4 * 4096.0 * 2 * 4096 * 2 * 7 / 8);
+  // On a mesh with tp 4 one rank's bytes are the same; its TP group moves 4 copies.
+  Estimates tp4 = moe_alltoall_bytes({.tokens = 4096, .top_k = 2, .hidden = 4096, .bytes = 2, .experts = 8, .ep = 8, .tp = 4});
+  EXPECT_DOUBLE_EQ(value(tp4, "moe_layer_train_wire_bytes"), value(moe, "moe_layer_train_wire_bytes"));
+  EXPECT_DOUBLE_EQ(value(tp4, "moe_layer_train_wire_bytes_per_tp_group"), 4 * value(moe, "moe_layer_train_wire_bytes"));
   // A capacity factor bounds the kept copies by E x ceil(cf T k / E): 8 x ceil(0.5 x 8192 / 8).
   Estimates capped = moe_alltoall_bytes(
       {.tokens = 4096, .top_k = 2, .hidden = 4096, .bytes = 2, .experts = 8, .ep = 8, .capacity_factor = 0.5});

@@ -76,9 +76,10 @@ Report volume_report(const VolumeFlags& f) {
   if (f.experts > 0) {
     MoeShape moe{.tokens = f.tokens.value_or(static_cast<double>(l.micro_batch) * m.seq), .top_k = f.top_k,
                  .hidden = static_cast<double>(m.hidden), .bytes = o.activation_bytes, .experts = f.experts,
-                 .ep = f.ep.value_or(static_cast<int>(f.experts)), .capacity_factor = f.capacity_factor};
-    r.sections.push_back({fmt::format("MoE all-to-all per MoE layer: E = {}, top-{}, ep = {}", num(moe.experts),
-                                      num(moe.top_k), moe.ep),
+                 .ep = f.ep.value_or(static_cast<int>(f.experts)), .capacity_factor = f.capacity_factor,
+                 .tp = l.tp};
+    r.sections.push_back({fmt::format("MoE all-to-all per MoE layer and rank: E = {}, top-{}, ep = {}, tp = {}",
+                                      num(moe.experts), num(moe.top_k), moe.ep, moe.tp),
                           moe_alltoall_bytes(moe)});
   }
   if (r.sections.empty()) {

@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "braid/base/error.h"
@@ -45,11 +46,11 @@ void refuse_unsupported(const TrainConfig& c) {
   auto refuse = [](const std::string& flag, const std::string& why) {
     throw InvalidArgument({.op = "braid-train --model moe-gpt"}, fmt::format("{} with --model moe-gpt: {}", flag, why));
   };
-  const char* mesh = "the MoE trainer is data-parallel with expert parallelism (--ep); an ep axis on the dp x pp x tp "
-                     "mesh is not built yet (docs/moe.md draws the layout planned for it)";
-  if (c.tp > 1) refuse("--tp", mesh);
+  const char* mesh = "the MoE trainer runs on the mesh edp x ep x tp (--ep, --tp); the MoE blocks inside pipeline "
+                     "stages are not built yet (docs/moe.md draws the layout planned for them)";
   if (c.pp > 1) refuse("--pp", mesh);
   if (c.dropout > 0) refuse("--dropout", mesh);
+  if (c.sequence_parallel) refuse("--sp", "a MoE layer routes the whole sequence, replicated over the TP group");
   if (c.zero > 0) refuse("--zero", "the expert parameters would need ZeRO shards over their own expert-DP group");
   if (c.precision != "fp32") refuse("--precision " + c.precision, "only fp32 (the dispatcher exchanges fp32 rows)");
   if (c.compress != "none") refuse("--compress " + c.compress, "gradient compression is not wired to the two groups");
@@ -69,7 +70,21 @@ void validate_moe(const TrainConfig& c, int world) {
     return;
   }
   refuse_unsupported(c);
-  if (m.ep < 1 || world % m.ep != 0) bad(fmt::format("--ep {}: must be at least 1 and divide the world size {}", m.ep, world));
+  // The data-parallel ranks (world / (tp x pp)) are where EP groups are carved (base/moe_mesh_layout.h).
+  int model_parallel = std::max(1, c.tp) * std::max(1, c.pp);
+  if (world % model_parallel != 0) {
+    bad(fmt::format("--tp {} x --pp {} with --model moe-gpt: their product must divide the world size {}", c.tp, c.pp,
+                    world));
+  }
+  if (m.ep < 1 || (world / model_parallel) % m.ep != 0) {
+    bad(fmt::format("--ep {}: must be at least 1 and divide the data-parallel size world / (tp x pp) = {} / ({} x {})",
+                    m.ep, world, c.tp, c.pp));
+  }
+  // One micro-batch per step (--microbatches is the pipeline's): each replica takes batch / dp.
+  if (c.batch % (world / model_parallel) != 0) {
+    bad(fmt::format("--batch {} is not divisible by the {} data-parallel replicas (world / (tp x pp))", c.batch,
+                    world / model_parallel));
+  }
   if (m.experts < 1 || m.experts % m.ep != 0) {
     bad(fmt::format("--experts {}: must be at least 1 and divisible by --ep {} (each EP rank hosts experts / ep)",
                     m.experts, m.ep));

@@ -2,8 +2,9 @@
 // train_core with the rest of the configuration).
 //
 //   --ep N                 expert-parallel ranks: each MoE layer's experts spread over EP groups
-//                          of N consecutive ranks; the data-parallel replicas of an expert shard
-//                          are world / N (moe_data_parallel.h)
+//                          of N data-parallel ranks (N must divide world / (tp x pp));
+//                          the replicas of an expert shard are world / (N tp)
+//                          (base/moe_mesh_layout.h, moe_data_parallel.h)
 //   --experts E            experts per MoE layer (divisible by --ep)
 //   --top-k K              1 (Switch) or 2 (GShard)
 //   --capacity-factor CF   > 0, or `dropless` (no capacity: nothing dropped). 0 is refused
@@ -40,8 +41,8 @@ void add_moe_flags(CLI::App& app, MoeTrainConfig& config);
 
 struct TrainConfig;
 // --model moe-gpt's flags, and the MoE flags without it: InvalidArgument naming the flag.
-// moe-gpt runs on the data-parallel MoE trainer (moe_gpt_trainer.h), which refuses what it does
-// not combine with yet: --tp, --pp, --zero, --precision other than fp32, --compress,
+// moe-gpt runs on the MoE trainer (moe_gpt_trainer.h, the mesh edp x ep x tp), which refuses
+// what it does not combine with yet: --pp, --sp, --zero, --precision other than fp32, --compress,
 // --accumulate, --dropout, checkpoints, --clip-grad.
 void validate_moe(const TrainConfig& config, int world);
 

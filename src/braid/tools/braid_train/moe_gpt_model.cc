@@ -5,33 +5,10 @@
 #include "braid/base/error.h"
 #include "braid/collectives/collectives.h"
 #include "braid/tools/braid_train/gpt_layers.h"
+#include "braid/tools/braid_train/moe_gpt_block.h"
 
 namespace braid::train {
-namespace {
-
 namespace nn = ::torch::nn;
-
-// gpt::Block with its MLP replaced by the MoE layer (pre-norm, residual around each branch).
-class MoeBlock : public nn::Module {
- public:
-  MoeBlock(const ModelSpec& spec, Communicator& ep_group, const torch::MoeLayerOptions& layer)
-      : ln1(register_module("ln1", nn::LayerNorm(nn::LayerNormOptions({spec.width})))),
-        attention(register_module("attention", std::make_shared<gpt::CausalSelfAttention>(spec))),
-        ln2(register_module("ln2", nn::LayerNorm(nn::LayerNormOptions({spec.width})))),
-        moe(register_module("moe", torch::MoeLayer(ep_group, layer))) {}
-
-  ::torch::Tensor forward(::torch::Tensor x) {
-    x = x + attention->forward(ln1->forward(x));
-    return x + moe->forward(ln2->forward(x));
-  }
-
-  nn::LayerNorm ln1{nullptr};
-  std::shared_ptr<gpt::CausalSelfAttention> attention;
-  nn::LayerNorm ln2{nullptr};
-  torch::MoeLayer moe{nullptr};
-};
-
-}  // namespace
 
 std::shared_ptr<TrainModel> make_moe_gpt(const ModelSpec& spec, Communicator& ep_group,
                                          const torch::MoeLayerOptions& moe) {

@@ -9,10 +9,13 @@
 #include "braid/base/atomic_file.h"
 #include "braid/base/crc32c.h"
 #include "braid/base/error.h"
+#include "braid/base/moe_mesh_layout.h"
 #include "braid/collectives/collectives.h"
+#include "braid/parallel/process_mesh.h"
 #include "braid/torch/distributed_sampler.h"
 #include "braid/torch/model_state_bytes.h"
 #include "braid/torch/moe_data_parallel.h"
+#include "braid/torch/vocab_parallel.h"
 #include "braid/tools/braid_train/blas_runtime.h"
 #include "braid/tools/braid_train/moe_gpt_model.h"
 #include "braid/tools/braid_train/training_common.h"
@@ -46,12 +49,20 @@ class MoeGptTrainer {
   void finish(RunSummary& summary);
   std::int64_t dropped_tokens() const;
   double alltoall_seconds() const;
+  // Cross-entropy of this rank's logits (vocabulary-parallel pieces with --tp), the same on
+  // every tp rank.
+  ::torch::Tensor cross_entropy(const ::torch::Tensor& logits, const ::torch::Tensor& target, bool sum);
+  Communicator& ep() { return mesh_->group("ep"); }
+  Communicator& expert_dp() { return mesh_->group("edp"); }
+  Communicator& dense_dp() { return mesh_->data_parallel(); }  // edp x ep: the dense replicas
+  Communicator& tp() { return mesh_->group("tp"); }
 
   Communicator& world_;
   const TrainConfig& config_;
   std::unique_ptr<TrainingData> data_;
-  std::optional<torch::MoeGroups> groups_;
-  std::shared_ptr<TrainModel> model_;
+  std::optional<parallel::ProcessMesh> mesh_;
+  std::shared_ptr<TrainModel> full_;   // the tp 1 model (holding this rank's experts): export, digest
+  std::shared_ptr<TrainModel> model_;  // what trains: full_ itself, or its TP split sharing the MoE layers
   std::vector<std::shared_ptr<torch::MoeLayerImpl>> layers_;
   std::unique_ptr<torch::MoeDataParallel> ddp_;
   std::unique_ptr<::torch::optim::Optimizer> optimizer_;
@@ -65,17 +76,21 @@ class MoeGptTrainer {
 void MoeGptTrainer::set_up() {
   set_threads(config_);
   data_ = load_training_data(config_);
-  groups_.emplace(torch::split_moe_groups(world_, config_.moe.ep));
+  // {edp, ep, pp = 1, tp}: each tp rank's MoE layers over the EP group of its tp index.
+  mesh_.emplace(world_, moe_mesh_layout(world_.size(), {.ep = config_.moe.ep, .tp = config_.tp}));
   ::torch::manual_seed(config_.seed);  // the --ep 1 model's draws, whatever the EP size (moe_gpt_model.h)
-  model_ = make_moe_gpt(model_spec(config_, data_->vocabulary(), nullptr), groups_->ep, layer_options(config_.moe));
+  full_ = make_moe_gpt(model_spec(config_, data_->vocabulary(), nullptr), ep(), layer_options(config_.moe));
+  model_ = config_.tp > 1 ? make_tensor_parallel_gpt(*full_, tp(), {}) : full_;
   layers_ = moe_layers_of(*model_);
-  ddp_ = std::make_unique<torch::MoeDataParallel>(world_, groups_->expert_dp, model_,
+  // Expert and gate gradients come out identical over tp (same tokens, same experts), so both
+  // sets average over their data-parallel replicas only, never over tp (docs/moe.md).
+  ddp_ = std::make_unique<torch::MoeDataParallel>(dense_dp(), expert_dp(), model_,
                                                   torch::DdpOptions{.bucket_cap = config_.bucket_mb,
                                                                     .overlap = config_.overlap});
   optimizer_ = make_optimizer(config_, model_->parameters());
-  sampler_ = std::make_unique<torch::DistributedSampler>(data_->train_size(), world_.size(), world_.rank(),
+  sampler_ = std::make_unique<torch::DistributedSampler>(data_->train_size(), dense_dp().size(), dense_dp().rank(),
                                                          torch::SamplerOptions{.seed = config_.seed});
-  rank_batch_ = config_.batch / world_.size();
+  rank_batch_ = config_.batch / dense_dp().size();
   steps_per_epoch_ = sampler_->shard_size() / rank_batch_;
   if (steps_per_epoch_ == 0) {
     throw InvalidArgument({.rank = world_.rank(), .op = "braid-train"},
@@ -100,6 +115,12 @@ double MoeGptTrainer::alltoall_seconds() const {
   return s;
 }
 
+::torch::Tensor MoeGptTrainer::cross_entropy(const ::torch::Tensor& logits, const ::torch::Tensor& target, bool sum) {
+  if (config_.tp == 1) return loss_of(logits, target, sum);
+  ::torch::Tensor per_token = torch::vocab_parallel_cross_entropy(logits, target, tp(), data_->vocabulary());
+  return sum ? per_token.sum() : per_token.mean();
+}
+
 double MoeGptTrainer::train_step(std::span<const std::int64_t> indices, EpochFigures& figures) {
   auto start = Clock::now();
   std::int64_t dropped_before = dropped_tokens();
@@ -107,7 +128,7 @@ double MoeGptTrainer::train_step(std::span<const std::int64_t> indices, EpochFig
   ddp_->zero_grad();
   Batch batch = data_->train_batch(indices);
   ::torch::Tensor logits = model_->forward(batch.input);  // first: it sets the layers' auxiliary losses
-  ::torch::Tensor loss = loss_of(logits, batch.target) + moe_auxiliary_loss(layers_);
+  ::torch::Tensor loss = cross_entropy(logits, batch.target, /*sum=*/false) + moe_auxiliary_loss(layers_);
   loss.backward();
   GradSyncStats stats = ddp_->synchronize();
   double loss_value = loss.item<double>();
@@ -117,18 +138,19 @@ double MoeGptTrainer::train_step(std::span<const std::int64_t> indices, EpochFig
   figures.step_seconds += seconds;
   figures.communication_seconds += stats.communication_seconds;
   figures.exposed_seconds += stats.exposed_seconds;
-  moe_.dropped_tokens_per_step.push_back(sum_over(world_, dropped_tokens() - dropped_before));
+  moe_.dropped_tokens_per_step.push_back(sum_over(dense_dp(), dropped_tokens() - dropped_before));  // tp ranks drop alike
   moe_.alltoall_seconds_per_step.push_back(alltoall_seconds() - alltoall_before);
   moe_.step_seconds.push_back(seconds);
   return loss_value;
 }
 
-// Each rank evaluates a slice of the test set, in the same number of forwards on every rank:
-// the MoE layers are collective over the EP group (a rank with a shorter slice still joins).
+// Each data-parallel replica evaluates a slice of the test set (its tp ranks the same one), in
+// the same number of forwards on every rank: the MoE layers are collective over the EP group (a
+// rank with a shorter slice still joins).
 void MoeGptTrainer::evaluate(EpochFigures& figures) {
   ::torch::NoGradGuard no_grad;
   model_->eval();
-  std::int64_t n = data_->test_size(), world = world_.size(), rank = world_.rank();
+  std::int64_t n = data_->test_size(), world = dense_dp().size(), rank = dense_dp().rank();
   std::int64_t begin = n * rank / world, end = n * (rank + 1) / world;
   std::int64_t longest = (n + world - 1) / world, chunks = std::max<std::int64_t>(1, (longest + 499) / 500);
   double sums[2] = {0, 0};  // loss, tokens
@@ -139,11 +161,11 @@ void MoeGptTrainer::evaluate(EpochFigures& figures) {
       continue;
     }
     Batch batch = data_->test_batch(a, b);
-    sums[0] += loss_of(model_->forward(batch.input), batch.target, /*sum=*/true).item<double>();
+    sums[0] += cross_entropy(model_->forward(batch.input), batch.target, /*sum=*/true).item<double>();
     sums[1] += static_cast<double>(batch.target.numel());
   }
   model_->train();
-  allreduce(world_, sums, sums, 2, DType::kF64, ReduceOp::kSum);
+  allreduce(dense_dp(), sums, sums, 2, DType::kF64, ReduceOp::kSum);
   figures.test_loss = sums[1] > 0 ? sums[0] / sums[1] : 0;
 }
 
@@ -151,14 +173,15 @@ void MoeGptTrainer::evaluate(EpochFigures& figures) {
 void MoeGptTrainer::finish(RunSummary& summary) {
   for (const auto& layer : layers_) {
     std::vector<std::int64_t> load = layer->stats().routed_per_expert;
-    allreduce(world_, load.data(), load.data(), static_cast<std::int64_t>(load.size()), DType::kI64, ReduceOp::kSum);
+    allreduce(dense_dp(), load.data(), load.data(), static_cast<std::int64_t>(load.size()), DType::kI64, ReduceOp::kSum);
     moe_.load.push_back(load);
   }
   summary.moe = moe_;
   torch::ModelStateBytes state = torch::model_state_bytes(model_->parameters(), optimizer_.get());  // this rank's
   summary.model_state = {.parameters = state.parameters, .gradients = state.gradients,
                          .optimizer_state = state.optimizer_state};
-  ::torch::Tensor whole = whole_moe_gpt_parameters(*model_, groups_->ep);
+  if (config_.tp > 1) unshard_tensor_parallel_gpt(*model_, *full_);  // the TP shards gathered into full_
+  ::torch::Tensor whole = whole_moe_gpt_parameters(*full_, ep());
   summary.parameters = whole.numel();
   summary.parameter_digest = crc32c(whole.data_ptr(), static_cast<std::size_t>(whole.nbytes()), 0);
   std::vector<std::uint32_t> digests(static_cast<std::size_t>(world_.size()));
@@ -182,9 +205,9 @@ void MoeGptTrainer::finish(RunSummary& summary) {
 
 RunSummary MoeGptTrainer::run() {
   set_up();
-  say(world_, fmt::format("braid-train: moe-gpt on {} ranks (ep {}, {} experts, top-{}, capacity {}); {}; global batch "
-                          "{} ({} per rank); {} steps per epoch; BLAS: {}",
-                          world_.size(), config_.moe.ep, config_.moe.experts, config_.moe.top_k,
+  say(world_, fmt::format("braid-train: moe-gpt on {} ranks ({}, {} experts, top-{}, capacity {}); {}; global batch "
+                          "{} ({} per replica); {} steps per epoch; BLAS: {}",
+                          world_.size(), mesh_->layout().describe(), config_.moe.experts, config_.moe.top_k,
                           config_.moe.capacity_factor, data_->describe(), config_.batch, rank_batch_, steps_per_epoch_,
                           blas_description()));
   RunSummary summary{.model = config_.model, .world = world_.size(), .threads = config_.threads,

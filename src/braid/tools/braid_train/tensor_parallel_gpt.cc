@@ -1,4 +1,5 @@
-// The GPT of gpt_layers.h split over a TP group, Megatron-LM style: the token embedding and the
+// The GPT of gpt_layers.h (and moe-gpt's, whose MoE blocks keep their MoE layer whole) split over
+// a TP group, Megatron-LM style: the token embedding and the
 // head over the (padded) vocabulary, attention over heads, the MLP's up projection over its
 // output features and its down projection over its input features; LayerNorms and the position
 // embedding replicated. Four allreduces per block and micro-batch (two forward, two backward),
@@ -22,6 +23,7 @@
 #include "braid/torch/tensor_parallel_mappings.h"
 #include "braid/torch/vocab_parallel.h"
 #include "braid/tools/braid_train/gpt_layers.h"
+#include "braid/tools/braid_train/moe_gpt_block.h"
 
 namespace braid::train {
 namespace {
@@ -88,15 +90,19 @@ class TpEmbeddings : public nn::Module {
   ResidualDropout dropout_;
 };
 
+torch::ParallelSelfAttention parallel_attention(Communicator& tp, gpt::CausalSelfAttention& full, const ModelSpec& spec,
+                                                const TensorParallelOptions& o, const std::string& name) {
+  return torch::ParallelSelfAttention(
+      tp, LinearWeights::of(full.qkv), LinearWeights::of(full.proj),
+      torch::ParallelAttentionOptions{.heads = spec.heads, .context = spec.context, .sequence_parallel = o.sequence_parallel,
+                                      .dropout = spec.dropout, .rng = o.rng, .name = name + " attention"});
+}
+
 class TpBlock : public nn::Module {
  public:
   TpBlock(Communicator& tp, gpt::Block& full, const ModelSpec& spec, const TensorParallelOptions& o, const std::string& name)
       : ln1(register_module("ln1", copy_layer_norm(full.ln1))),
-        attention(register_module(
-            "attention", torch::ParallelSelfAttention(
-                             tp, LinearWeights::of(full.attention->qkv), LinearWeights::of(full.attention->proj),
-                             torch::ParallelAttentionOptions{.heads = spec.heads, .context = spec.context, .sequence_parallel = o.sequence_parallel,
-                              .dropout = spec.dropout, .rng = o.rng, .name = name + " attention"}))),
+        attention(register_module("attention", parallel_attention(tp, *full.attention, spec, o, name))),
         ln2(register_module("ln2", copy_layer_norm(full.ln2))),
         up(register_module("up", torch::ColumnParallelLinear(tp, LinearWeights::of(full.up),
                                                              torch::ColumnParallelOptions{
@@ -132,6 +138,36 @@ class TpBlock : public nn::Module {
   ResidualDropout dropout_;
 };
 
+// moe-gpt's MoE block on a TP group: the attention split as TpBlock's, the MoE layer the very
+// module of the single-process block (not TP-split: every tp rank routes the same replicated
+// tokens over its own EP group, docs/moe.md), so the full model shares its experts and gate.
+// No dropout and no sequence parallelism (moe-gpt refuses both).
+class TpMoeBlock : public nn::Module {
+ public:
+  TpMoeBlock(Communicator& tp, MoeBlock& full, const ModelSpec& spec, const TensorParallelOptions& o, const std::string& name)
+      : ln1(register_module("ln1", copy_layer_norm(full.ln1))),
+        attention(register_module("attention", parallel_attention(tp, *full.attention, spec, o, name))),
+        ln2(register_module("ln2", copy_layer_norm(full.ln2))),
+        moe(register_module("moe", full.moe)) {}
+
+  ::torch::Tensor forward(::torch::Tensor x) {
+    x = x + attention->forward(ln1->forward(x));
+    return x + moe->forward(ln2->forward(x));
+  }
+
+  void unshard_into(MoeBlock& full) {
+    copy_layer_norm_into(ln1, full.ln1);
+    copy_layer_norm_into(ln2, full.ln2);
+    attention->qkv->gathered().copy_into(full.attention->qkv);
+    attention->proj->gathered().copy_into(full.attention->proj);
+  }
+
+  nn::LayerNorm ln1;
+  torch::ParallelSelfAttention attention;
+  nn::LayerNorm ln2;
+  torch::MoeLayer moe;
+};
+
 // The head over the padded vocabulary: [b, t, h] (or a sequence shard, gathered first) ->
 // this rank's logits [b, t, Vp / tp].
 torch::ColumnParallelLinear tp_head(Communicator& tp, const nn::Linear& full, const TensorParallelOptions& o) {
@@ -156,8 +192,12 @@ std::shared_ptr<TrainModel> make_tensor_parallel_gpt(TrainModel& full, Communica
   layers->push_back("embeddings", std::make_shared<TpEmbeddings>(tp, embeddings, options, spec.dropout));
   for (std::int64_t i = 0; i < spec.layers; ++i) {
     std::string name = "block" + std::to_string(i);
-    layers->push_back(name, std::make_shared<TpBlock>(tp, layer_as<gpt::Block>(from, static_cast<std::size_t>(i + 1)),
-                                                      spec, options, name));
+    auto i1 = static_cast<std::size_t>(i + 1);
+    if (auto* moe = dynamic_cast<MoeBlock*>(from[i1].get())) {  // moe-gpt's odd blocks
+      layers->push_back(name, std::make_shared<TpMoeBlock>(tp, *moe, spec, options, name));
+    } else {
+      layers->push_back(name, std::make_shared<TpBlock>(tp, layer_as<gpt::Block>(from, i1), spec, options, name));
+    }
   }
   std::size_t ln = static_cast<std::size_t>(spec.layers + 1);
   layers->push_back("ln", copy_layer_norm(nn::LayerNorm(from->ptr<nn::LayerNormImpl>(ln))));
@@ -169,7 +209,13 @@ void unshard_tensor_parallel_gpt(TrainModel& sharded, TrainModel& full) {
   nn::Sequential from = sharded.layers(), to = full.layers();
   layer_as<TpEmbeddings>(from, 0).unshard_into(layer_as<gpt::Embeddings>(to, 0));
   std::size_t blocks = from->size() - 3;
-  for (std::size_t i = 1; i <= blocks; ++i) layer_as<TpBlock>(from, i).unshard_into(layer_as<gpt::Block>(to, i));
+  for (std::size_t i = 1; i <= blocks; ++i) {
+    if (auto* moe = dynamic_cast<TpMoeBlock*>(from[i].get())) {
+      moe->unshard_into(layer_as<MoeBlock>(to, i));
+    } else {
+      layer_as<TpBlock>(from, i).unshard_into(layer_as<gpt::Block>(to, i));
+    }
+  }
   nn::LayerNorm ln(to->ptr<nn::LayerNormImpl>(blocks + 1));
   copy_layer_norm_into(nn::LayerNorm(from->ptr<nn::LayerNormImpl>(blocks + 1)), ln);
   auto head = from->ptr<torch::ColumnParallelLinearImpl>(blocks + 2);

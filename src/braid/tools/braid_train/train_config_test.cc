@@ -252,5 +252,34 @@ TEST(TrainConfig, PrecisionFingerprintsAndRefusals) {
           "--precision fp16: with --zero-pp qwz");
 }
 
+// moe-gpt on the mesh edp x ep x tp: --ep divides world / (tp x pp), the batch splits over the
+// replicas, --pp and --sp are refused (docs/moe.md).
+TEST(TrainConfig, MoeGptMeshShapesAndWhatTheyRefuse) {
+  auto moe = [](std::vector<std::string> extra) {
+    std::vector<std::string> args = {"--model", "moe-gpt"};
+    const std::vector<std::pair<std::string, std::string>> defaults = {{"--batch", "8"}, {"--experts", "4"}};
+    for (const auto& [flag, value] : defaults) {  // unless the case gives its own
+      if (std::find(extra.begin(), extra.end(), flag) == extra.end()) args.insert(args.end(), {flag, value});
+    }
+    args.insert(args.end(), extra.begin(), extra.end());
+    return parse(args);
+  };
+  EXPECT_EQ(error_of(moe({"--ep", "2", "--tp", "2"}), 4), "");
+  EXPECT_EQ(error_of(moe({"--ep", "4", "--tp", "2"}), 8), "");
+  EXPECT_EQ(error_of(moe({"--ep", "2"}), 8), "");
+  EXPECT_NE(error_of(moe({"--ep", "4", "--tp", "2"}), 4)
+                .find("--ep 4: must be at least 1 and divide the data-parallel size world / (tp x pp) = 4 / (2 x 1)"),
+            std::string::npos);
+  EXPECT_NE(error_of(moe({"--tp", "3"}), 4).find("--tp 3 x --pp 1 with --model moe-gpt: their product must divide"),
+            std::string::npos);
+  EXPECT_NE(error_of(moe({"--tp", "2", "--batch", "3"}), 4).find("--batch 3 is not divisible by the 2 data-parallel"),
+            std::string::npos);
+  EXPECT_NE(error_of(moe({"--ep", "4", "--experts", "6", "--tp", "2"}), 8).find("--experts 6: must be at least 1 and "
+                                                                                 "divisible by --ep 4"),
+            std::string::npos);
+  EXPECT_NE(error_of(moe({"--pp", "2"}), 4).find("--pp with --model moe-gpt"), std::string::npos);
+  EXPECT_NE(error_of(moe({"--tp", "2", "--sp"}), 4).find("--sp with --model moe-gpt"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace braid::train
