@@ -162,19 +162,24 @@ void exchange(TcpTransport& t, int rank, const std::vector<std::size_t>& sizes) 
   }
 }
 
+// Both ranks exchange `sizes` at once, then shut down at once, as two ranks do: each reads to
+// the other's EOF.
+void exchange_and_shut_down(Pair& pair, const std::vector<std::size_t>& sizes) {
+  std::thread one([&] { exchange(*pair.rank[1], 1, sizes); });
+  exchange(*pair.rank[0], 0, sizes);
+  one.join();
+  std::thread closing([&] { pair.rank[1]->shutdown(Deadline::after(Seconds(5))); });
+  pair.rank[0]->shutdown(Deadline::after(Seconds(5)));
+  closing.join();
+}
+
 TEST(TcpStripingTest, TransfersAreBitwiseCorrectAroundTheStripeBoundariesBothWays) {
   const std::vector<std::size_t> sizes = boundary_sizes();
   for (int streams = 1; streams <= 4; ++streams) {
     SCOPED_TRACE("BRAID_TCP_STREAMS=" + std::to_string(streams));
     MemoryStore store;
     Pair pair = connect_pair(streams, streams, store);
-    std::thread one([&] { exchange(*pair.rank[1], 1, sizes); });
-    exchange(*pair.rank[0], 0, sizes);
-    one.join();
-    // Both at once, as two ranks: each reads to the other's EOF.
-    std::thread closing([&] { pair.rank[1]->shutdown(Deadline::after(Seconds(5))); });
-    pair.rank[0]->shutdown(Deadline::after(Seconds(5)));
-    closing.join();
+    exchange_and_shut_down(pair, sizes);
   }
 }
 
@@ -184,12 +189,7 @@ TEST(TcpStripingTest, TlsRunsOneConnectionAndStaysExact) {
   const std::vector<std::size_t> sizes = {0, 1, 2 * kMinStripeBytes + 1, (std::size_t{3} << 20) + 7};
   MemoryStore store;
   Pair pair = connect_pair(3, 3, store, /*tls=*/true);
-  std::thread one([&] { exchange(*pair.rank[1], 1, sizes); });
-  exchange(*pair.rank[0], 0, sizes);
-  one.join();
-  std::thread closing([&] { pair.rank[1]->shutdown(Deadline::after(Seconds(5))); });
-  pair.rank[0]->shutdown(Deadline::after(Seconds(5)));
-  closing.join();
+  exchange_and_shut_down(pair, sizes);
 }
 
 TEST(TcpStripingTest, RanksThatDisagreeAboutTheStreamCountBothRaiseMismatch) {
