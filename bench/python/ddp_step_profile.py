@@ -30,15 +30,9 @@ import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel as DDP
 
 import braid.hooks as braid_hooks
+from ddp_bench_setup import model, start
 
 PHASES = ("forward", "backward", "tail", "step", "total")
-
-
-def model(name):
-    torch.manual_seed(0)
-    width = {"mlp": 1024, "wide": 4096}[name]
-    return torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(784, width), torch.nn.ReLU(),
-                               torch.nn.Linear(width, width), torch.nn.ReLU(), torch.nn.Linear(width, 10))
 
 
 class Run:
@@ -109,12 +103,7 @@ def main():
     p.add_argument("--hook", default="", help="a braid.hooks codec for the braid run (default: none)")
     p.add_argument("--only", default="", help="time only this run (braid, gloo; for a profiler), no summary")
     args = p.parse_args()
-    torch.set_num_threads(1)
-    dist.init_process_group("braid")
-    rank, size = dist.get_rank(), dist.get_world_size()
-    gloo = dist.new_group(backend="gloo")
-    g = torch.Generator().manual_seed(rank)
-    x, y = torch.randn(64, 1, 28, 28, generator=g), torch.randint(0, 10, (64,), generator=g)
+    rank, size, gloo, x, y = start()
 
     runs = {}
     bare = model(args.model)

@@ -17,12 +17,7 @@ import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel as DDP
 
 import braid.hooks as braid_hooks
-
-
-def mlp():
-    torch.manual_seed(0)
-    return torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(784, 1024), torch.nn.ReLU(),
-                               torch.nn.Linear(1024, 1024), torch.nn.ReLU(), torch.nn.Linear(1024, 10))
+from ddp_bench_setup import model, start
 
 
 def main():
@@ -31,22 +26,18 @@ def main():
     p.add_argument("--steps", type=int, default=20)
     p.add_argument("--hook", default="", help="a braid.hooks codec for the braid run (default: none)")
     args = p.parse_args()
-    torch.set_num_threads(1)
-    dist.init_process_group("braid")
-    rank, size = dist.get_rank(), dist.get_world_size()
-    runs = {"braid": DDP(mlp()), "gloo": DDP(mlp(), process_group=dist.new_group(backend="gloo"))}
+    rank, size, gloo, x, y = start()
+    runs = {"braid": DDP(model()), "gloo": DDP(model(), process_group=gloo)}
     if args.hook:
         state = braid_hooks.CompressionHookState(runs["braid"])
         runs["braid"].register_comm_hook(state, braid_hooks.hook(args.hook))
     opts = {name: torch.optim.SGD(m.parameters(), lr=0.02, momentum=0.9) for name, m in runs.items()}
-    g = torch.Generator().manual_seed(rank)
-    x, y = torch.randn(64, 1, 28, 28, generator=g), torch.randint(0, 10, (64,), generator=g)
 
     def steps(name, n):
-        model, opt = runs[name], opts[name]
+        module, opt = runs[name], opts[name]
         for _ in range(n):
             opt.zero_grad()
-            torch.nn.functional.cross_entropy(model(x), y).backward()
+            torch.nn.functional.cross_entropy(module(x), y).backward()
             opt.step()
 
     for name in runs:

@@ -37,16 +37,10 @@ from torch.distributed.algorithms.ddp_comm_hooks import default_hooks, powerSGD_
 from torch.nn.parallel import DistributedDataParallel as DDP
 
 import braid.hooks as braid_hooks
+from ddp_bench_setup import model, start
 
 COMPUTE_ONLY = "compute only (no DDP)"
 WARMUP_STEPS = 4  # DDP rebuilds its buckets after step 1; torch's PowerSGD starts at step 2
-
-
-def model(name):
-    torch.manual_seed(0)
-    width = {"mlp": 1024, "wide": 4096}[name]
-    return torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(784, width), torch.nn.ReLU(),
-                               torch.nn.Linear(width, width), torch.nn.ReLU(), torch.nn.Linear(width, 10))
 
 
 def ddp_of(args, one_bucket, **kwargs):
@@ -148,12 +142,7 @@ def main():
     p.add_argument("--powersgd-rank", type=int, default=4)
     p.add_argument("--json", default="")
     args = p.parse_args()
-    torch.set_num_threads(1)
-    dist.init_process_group("braid")
-    rank, size = dist.get_rank(), dist.get_world_size()
-    gloo = dist.new_group(backend="gloo")
-    g = torch.Generator().manual_seed(rank)
-    x, y = torch.randn(64, 1, 28, 28, generator=g), torch.randint(0, 10, (64,), generator=g)
+    rank, size, gloo, x, y = start()
     builders, pairs = runs_of(args, gloo)
     runs = {name: Run(build, x, y) for name, build in builders.items()}
     for run in runs.values():
