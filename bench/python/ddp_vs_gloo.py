@@ -17,7 +17,7 @@ import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel as DDP
 
 import braid.hooks as braid_hooks
-from ddp_bench_setup import model, start
+from ddp_bench_setup import SAMPLES_PER_RANK, model, start
 
 
 def main():
@@ -49,7 +49,7 @@ def main():
             t0 = time.perf_counter()
             steps(name, args.steps)
             dist.barrier()
-            rates[name].append(args.steps * 64 * size / (time.perf_counter() - t0))
+            rates[name].append(args.steps * SAMPLES_PER_RANK * size / (time.perf_counter() - t0))
         if rank == 0:
             print(f"round {r}: " + ", ".join(f"{n} {rates[n][-1]:.0f} samples/s" for n in runs), flush=True)
     if rank == 0:

@@ -37,7 +37,7 @@ from torch.distributed.algorithms.ddp_comm_hooks import default_hooks, powerSGD_
 from torch.nn.parallel import DistributedDataParallel as DDP
 
 import braid.hooks as braid_hooks
-from ddp_bench_setup import model, start
+from ddp_bench_setup import SAMPLES_PER_RANK, model, start
 
 COMPUTE_ONLY = "compute only (no DDP)"
 WARMUP_STEPS = 4  # DDP rebuilds its buckets after step 1; torch's PowerSGD starts at step 2
@@ -150,7 +150,7 @@ def main():
     rates = {name: [] for name in runs}
     for r in range(args.rounds):
         for name, run in runs.items():
-            rates[name].append(args.steps * 64 * size / run.timed(args.steps))
+            rates[name].append(args.steps * SAMPLES_PER_RANK * size / run.timed(args.steps))
         if rank == 0:
             print(f"round {r}: " + ", ".join(f"{n} {v[-1]:.0f}" for n, v in rates.items()) + " samples/s", flush=True)
     if rank == 0:
