@@ -41,6 +41,12 @@ const std::vector<std::string>& matrix_transports() {
 std::string missing_reason(const MatrixRow& row, const MatrixFault& fault, const std::string& transport) {
   if (row.family == "shm_direct" && transport == "tcp") return "shm_direct needs every rank on one host over shm";
   if (row.family == "shm_direct" && fault.name == "flip") return "shm_direct sends no frame to flip";
+  // Its alltoallv and allgather take shm_direct on one host (tuner.cc), so the armed flip
+  // waited for the next frame, the scenario's closing barrier, where a dissemination barrier
+  // lets the ranks that never wait on the corrupted frame finish without an error.
+  if (row.family == "compressed" && fault.name == "flip" && transport == "shm") {
+    return "the compressed allreduce sends no frame to flip on one host (shm_direct inside)";
+  }
   if (fault.name == "close" && transport == "shm" && row.emulated_hosts == 1) return "no TCP connection to close";
   return "";
 }

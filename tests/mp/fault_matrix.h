@@ -36,7 +36,8 @@ const std::vector<MatrixFault>& matrix_faults();
 const std::vector<std::string>& matrix_transports();
 
 // Why the cell does not exist ("" when it does): shm_direct needs shared memory, a flip needs
-// a frame (shm_direct moves none), a close needs a TCP connection.
+// a frame (shm_direct, and the compressed allreduce on one host, move none), a close needs a
+// TCP connection.
 std::string missing_reason(const MatrixRow& row, const MatrixFault& fault, const std::string& transport);
 
 // Every cell that exists, or the CTest subset: each (row, fault) once, on transport
