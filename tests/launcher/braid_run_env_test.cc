@@ -196,7 +196,9 @@ TEST(BraidRunBind, CoreGivesEachRankOneCpuOfTheMask) {
   for (const auto& entry : bound) {
     EXPECT_THAT(entry.second, ::testing::MatchesRegex("[0-9]+")) << "rank " << entry.first << " not bound to one CPU";
   }
-  if (unbound[0].find_first_of(",-") != std::string::npos) EXPECT_NE(bound[0], bound[1]);  // two CPUs or more
+  if (unbound[0].find_first_of(",-") != std::string::npos) {  // two CPUs or more
+    EXPECT_NE(bound[0], bound[1]);
+  }
 }
 
 TEST(BraidRunBind, AutoLeavesRanksUnboundWhenTheyOutnumberCpus) {

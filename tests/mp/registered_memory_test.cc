@@ -35,7 +35,9 @@ TEST_P(RegisteredMemoryTest, Scenario) {
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(r.count("OK " + GetParam().scenario), GetParam().ranks) << r.output;
   // Every rank raised Mismatch (and said so) instead of hanging or reading the wrong bytes.
-  if (GetParam().scenario == "mismatch") EXPECT_EQ(r.count("MISMATCH rank"), GetParam().ranks) << r.output;
+  if (GetParam().scenario == "mismatch") {
+    EXPECT_EQ(r.count("MISMATCH rank"), GetParam().ranks) << r.output;
+  }
   EXPECT_EQ(r.count("FAIL"), 0) << r.output;
   const auto jobs = job_ids_in(r);
   EXPECT_FALSE(jobs.empty()) << r.output;

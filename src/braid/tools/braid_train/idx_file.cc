@@ -46,28 +46,50 @@ std::optional<IdxHeader> read_header(std::span<const std::uint8_t> bytes, const 
   return header;
 }
 
-// The whole file, decompressed when it is gzip (zlib's gz* functions read plain files as is).
-// Reading stops one byte past what the header promises: a small .gz that inflates to far more
-// (a corrupt or hostile file) is refused, never held in memory whole.
-std::vector<std::uint8_t> read_maybe_gzipped(const std::string& path) {
+// The bytes of one item (one entry of the first dimension).
+std::size_t item_bytes(const IdxHeader& header) {
+  return header.dims[0] == 0 ? 0 : header.body_bytes / static_cast<std::size_t>(header.dims[0]);
+}
+
+// How many of the file's items a reader that wants `limit` of them keeps (0: every one).
+std::int64_t kept_items(const IdxHeader& header, std::int64_t limit) {
+  return limit > 0 && limit < header.dims[0] ? limit : header.dims[0];
+}
+
+// The bytes of the IDX file that hold its header and first `limit` items (every item when
+// limit is 0 or past the count), decompressed when it is gzip (zlib's gz* functions read plain
+// files as is). Reading the whole file stops one byte past what the header promises: a small
+// .gz that inflates to far more (a corrupt or hostile file) is refused, never held in memory
+// whole. Reading a limited part stops at its last byte (the trainer's --train-samples: the
+// full training set is 47 MB to inflate).
+std::vector<std::uint8_t> read_maybe_gzipped(const std::string& path, std::int64_t limit) {
   if (!std::filesystem::is_regular_file(path)) {
     throw InvalidArgument({.op = "read_idx"}, fmt::format("{}: no such file", path));
   }
   gzFile file = gzopen(path.c_str(), "rb");
   if (file == nullptr) throw InvalidArgument({.op = "read_idx"}, fmt::format("{}: cannot open", path));
   std::vector<std::uint8_t> bytes;
-  std::optional<std::size_t> promised;
+  std::optional<std::size_t> promised;  // header and the items wanted
+  bool whole = true;
   std::uint8_t chunk[1 << 16];
   int got;
   while ((got = gzread(file, chunk, sizeof chunk)) > 0) {
     bytes.insert(bytes.end(), chunk, chunk + got);
     try {
       if (!promised) {
-        if (auto header = read_header(bytes, path)) promised = header->header_bytes + header->body_bytes;
+        if (auto header = read_header(bytes, path)) {
+          const std::int64_t kept = kept_items(*header, limit);
+          whole = kept == header->dims[0];
+          promised = header->header_bytes + static_cast<std::size_t>(kept) * item_bytes(*header);
+        }
       }
     } catch (...) {
       gzclose(file);
       throw;
+    }
+    if (promised && !whole && bytes.size() >= *promised) {
+      bytes.resize(*promised);
+      break;
     }
     if (promised && bytes.size() > *promised) break;  // parse_idx says "longer than the header says"
   }
@@ -87,33 +109,46 @@ std::string locate(const std::string& dir, const std::string& name) {
 
 }  // namespace
 
-IdxArray read_idx(const std::string& path) { return parse_idx(read_maybe_gzipped(path), path); }
+IdxArray read_idx(const std::string& path, std::int64_t limit) {
+  return parse_idx(read_maybe_gzipped(path, limit), path, limit);
+}
 
-IdxArray parse_idx(const std::vector<std::uint8_t>& bytes, const std::string& path) {
+IdxArray parse_idx(const std::vector<std::uint8_t>& bytes, const std::string& path, std::int64_t limit) {
   std::optional<IdxHeader> header = read_header(bytes, path);
   if (!header) {
     throw Corrupt({.op = "read_idx"}, fmt::format("{}: {} bytes, shorter than an IDX header", path, bytes.size()));
   }
-  if (bytes.size() - header->header_bytes != header->body_bytes) {
+  const std::int64_t kept = kept_items(*header, limit);
+  const std::size_t body = bytes.size() - header->header_bytes;
+  if (kept < header->dims[0]) {
+    // Only the first items were read: the file must hold them, what follows is not looked at.
+    const std::size_t wanted = static_cast<std::size_t>(kept) * item_bytes(*header);
+    if (body < wanted) {
+      throw Corrupt({.op = "read_idx"}, fmt::format("{}: its first {} items take {} bytes of data, the file has {}", path,
+                                                    kept, wanted, body));
+    }
+  } else if (body != header->body_bytes) {
     throw Corrupt({.op = "read_idx"}, fmt::format("{}: the header promises {} bytes of data, the file has {}{}", path,
-                                                  header->body_bytes, bytes.size() - header->header_bytes,
-                                                  bytes.size() > header->header_bytes + header->body_bytes ? " or more" : ""));
+                                                  header->body_bytes, body,
+                                                  body > header->body_bytes ? " or more" : ""));
   }
-  return IdxArray{.dims = std::move(header->dims),
-                  .data = std::vector<std::uint8_t>(bytes.begin() + static_cast<std::ptrdiff_t>(header->header_bytes),
-                                                    bytes.end())};
+  const auto data = bytes.begin() + static_cast<std::ptrdiff_t>(header->header_bytes);
+  const auto kept_bytes = static_cast<std::ptrdiff_t>(static_cast<std::size_t>(kept) * item_bytes(*header));
+  const std::int64_t in_file = header->dims[0];
+  IdxArray array{.dims = std::move(header->dims), .items_in_file = in_file, .data = {data, data + kept_bytes}};
+  array.dims[0] = kept;
+  return array;
 }
 
 ImageSet read_image_set(const std::string& dir, const std::string& prefix, std::int64_t limit) {
   ErrorContext context{.op = "read_image_set"};
-  IdxArray images = read_idx(locate(dir, prefix + "-images-idx3-ubyte"));
-  IdxArray labels = read_idx(locate(dir, prefix + "-labels-idx1-ubyte"));
-  if (images.dims.size() != 3 || labels.dims.size() != 1 || images.dims[0] != labels.dims[0]) {
+  IdxArray images = read_idx(locate(dir, prefix + "-images-idx3-ubyte"), limit);
+  IdxArray labels = read_idx(locate(dir, prefix + "-labels-idx1-ubyte"), limit);
+  if (images.dims.size() != 3 || labels.dims.size() != 1 || images.items_in_file != labels.items_in_file) {
     throw InvalidArgument(context, fmt::format("{}/{}: images and labels do not match ({} images, {} labels)", dir,
-                                               prefix, images.dims[0], labels.dims[0]));
+                                               prefix, images.items_in_file, labels.items_in_file));
   }
   ImageSet set{.count = images.dims[0], .rows = images.dims[1], .cols = images.dims[2]};
-  if (limit > 0 && limit < set.count) set.count = limit;
   std::size_t pixels = static_cast<std::size_t>(set.count * set.rows * set.cols);
   // Fashion-MNIST's training-set mean and standard deviation of x/255.
   constexpr float kMean = 0.2860f, kStd = 0.3530f;

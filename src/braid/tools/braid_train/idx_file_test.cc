@@ -75,6 +75,27 @@ TEST_F(IdxFileTest, ImageSetNormalisesPixelsAndChecksLabels) {
   EXPECT_THROW(read_image_set(dir_.string(), "t10k", 0), Corrupt);  // label outside 0..9
 }
 
+// --train-samples N reads only the first N items: their bytes are checked, the rest of the
+// file is not read (so neither a short tail nor a gzip bomb behind them is seen), and the
+// header's count still tells whether the images and labels files agree.
+TEST_F(IdxFileTest, ALimitedReadReadsAndChecksOnlyTheFirstItems) {
+  for (bool gzip : {false, true}) {
+    IdxArray a = read_idx(write(gzip ? "a.gz" : "a", idx({3, 2}, {1, 2, 3, 4, 5, 6}), gzip), 2);
+    EXPECT_EQ(a.dims, (std::vector<std::int64_t>{2, 2}));
+    EXPECT_EQ(a.items_in_file, 3);
+    EXPECT_EQ(a.data, (std::vector<std::uint8_t>{1, 2, 3, 4}));
+    EXPECT_EQ(read_idx(write(gzip ? "b.gz" : "b", idx({3, 2}, {1, 2, 3, 4, 5, 6}), gzip), 7).dims[0], 3);
+  }
+  EXPECT_EQ(read_idx(write("tail", idx({3, 2}, {1, 2, 3}), true), 1).data, (std::vector<std::uint8_t>{1, 2}));
+  EXPECT_THROW(read_idx(write("short", idx({3, 2}, {1, 2, 3}), true), 2), Corrupt);
+  std::vector<std::uint8_t> bomb = idx({4}, {1, 2, 3, 4});
+  bomb.resize(bomb.size() + (std::size_t{64} << 20), 0);
+  EXPECT_EQ(read_idx(write("bomb.gz", bomb, true), 2).data, (std::vector<std::uint8_t>{1, 2}));
+  write("train-images-idx3-ubyte", idx({3, 1, 1}, {0, 0, 0}), false);
+  write("train-labels-idx1-ubyte", idx({2}, {1, 2}), false);
+  EXPECT_THROW(read_image_set(dir_.string(), "train", 1), InvalidArgument);  // 3 images, 2 labels
+}
+
 // Found by tests/fuzz/idx_file_fuzz: four dimensions of 2^32-1 overflowed the product (signed
 // overflow), which could wrap to the file's real size and pass the length check.
 TEST_F(IdxFileTest, RefusesDimensionsWhoseProductOverflowsOrPassesTheBound) {
