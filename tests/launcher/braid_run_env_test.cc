@@ -201,6 +201,31 @@ TEST(BraidRunBind, CoreGivesEachRankOneCpuOfTheMask) {
   }
 }
 
+// A rank bound alone to a CPU is told which (BRAID_OWN_CPU, the CPU of its mask), so that its
+// waits do not yield as if ranks shared its core; an unbound or wrapped job's ranks are not,
+// also when braid-run inherited the variable.
+TEST(BraidRunBind, RanksAloneOnTheirCpuAreToldWhichAndNoOtherIs) {
+  auto own_cpus = [](std::vector<std::string> args) {
+    args.insert(args.end(), {"--env", "BRAID_OWN_CPU=99", "sh", "-c",
+                             "echo \"own=$BRAID_OWN_CPU mask=$(grep Cpus_allowed_list /proc/self/status | cut -f2)\""});
+    ProcessResult r = run_braid(args);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return lines_of(r.out);
+  };
+  const int cpus = static_cast<int>(std::thread::hardware_concurrency());
+  if (cpus >= 2) {
+    for (const std::string& line : own_cpus({"-n", "2", "--bind-to", "core"})) {
+      std::smatch m;
+      ASSERT_TRUE(std::regex_match(line, m, std::regex(R"(\[\d+\] own=(\d+) mask=(\d+))"))) << line;
+      EXPECT_EQ(m[1], m[2]) << line;
+    }
+  }
+  for (const std::string& line : own_cpus({"-n", "2", "--bind-to", "none"})) EXPECT_THAT(line, HasSubstr("own= ")) << line;
+  for (const std::string& line : own_cpus({"-n", std::to_string(cpus + 1), "--bind-to", "core"})) {
+    EXPECT_THAT(line, HasSubstr("own= ")) << "ranks wrapped around the CPUs share them: " << line;
+  }
+}
+
 TEST(BraidRunBind, AutoLeavesRanksUnboundWhenTheyOutnumberCpus) {
   // One rank more than the machine has CPUs outnumbers braid-run's mask, whatever it is.
   const int ranks = static_cast<int>(std::thread::hardware_concurrency()) + 1;

@@ -35,6 +35,14 @@ TEST(CpuBinding, NoneAndUnknownMaskBindNothing) {
   EXPECT_THAT(cpu_binding(BindPolicy::kCore, 2, {}), IsEmpty());
 }
 
+// Only a binding that gives every rank a CPU of its own lets braid-run tell the ranks so.
+TEST(CpuBinding, EachRankAloneOnItsCpuOnlyWithoutWrapping) {
+  EXPECT_TRUE(each_rank_alone_on_its_cpu(cpu_binding(BindPolicy::kAuto, 2, {0, 1})));
+  EXPECT_TRUE(each_rank_alone_on_its_cpu({7, 2, 5}));
+  EXPECT_FALSE(each_rank_alone_on_its_cpu(cpu_binding(BindPolicy::kCore, 3, {0, 1})));  // 0, 1, 0
+  EXPECT_FALSE(each_rank_alone_on_its_cpu({}));  // unbound
+}
+
 TEST(CpuBinding, ThisProcessHasAtLeastOneAllowedCpu) {
   std::vector<int> cpus = allowed_cpus();
   ASSERT_FALSE(cpus.empty());

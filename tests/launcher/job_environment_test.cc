@@ -72,6 +72,14 @@ TEST(RankEnvironment, ExtraVariablesLaterOnesWin) {
   EXPECT_THAT(env, Contains("BAR=x=y"));
 }
 
+TEST(RankEnvironment, OwnCpuIsSetForALoneRankAndRemovedOtherwise) {
+  std::vector<std::string> env{"BRAID_OWN_CPU=9", "BRAID_OWN_CPUS=1"};
+  set_own_cpu(env, 3);
+  EXPECT_THAT(env, ::testing::UnorderedElementsAre("BRAID_OWN_CPU=3", "BRAID_OWN_CPUS=1"));
+  set_own_cpu(env, -1);  // an inherited claim must not survive into an unbound job
+  EXPECT_THAT(env, ::testing::ElementsAre("BRAID_OWN_CPUS=1"));
+}
+
 TEST(RankEnvironment, SetVariableMatchesWholeNames) {
   std::vector<std::string> env{"AB=1", "A=2"};
   set_variable(env, "A", "3");

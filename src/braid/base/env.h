@@ -88,6 +88,8 @@ inline constexpr Variable kTcpBufferBytes{"BRAID_TCP_BUFFER_BYTES", "0", "SO_SND
     integer(0, kGiB)};
 inline constexpr Variable kHostId{"BRAID_HOST_ID", "", "host identity; ranks with equal ids use shared memory (default: hostname + boot id)"};
 inline constexpr Variable kBindAddr{"BRAID_BIND_ADDR", "", "address transport listeners bind to and advertise (default: loopback, or the local address that reaches the master when it is not local)"};
+inline constexpr Variable kOwnCpu{"BRAID_OWN_CPU", "", "the CPU braid-run pinned this rank to when no other rank of the host shares it (set by braid-run); a rank alone on its CPU spins without yielding",
+    integer(0, kMaxInt - 1)};
 inline constexpr Variable kSpinUs{"BRAID_SPIN_US", "50", "microseconds a waiting rank polls before it sleeps on a futex / poll",
     integer(0, 1e6)};
 inline constexpr Variable kShmRingBytes{"BRAID_SHM_RING_BYTES", "524288", "bytes of each shared-memory ring (one per ordered pair of ranks on a host); every rank of a host must agree",

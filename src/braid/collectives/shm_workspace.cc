@@ -28,8 +28,8 @@ namespace {
 constexpr std::uint32_t kWorkspaceMagic = 0x57445242;  // "BRDW"
 constexpr std::uint32_t kWorkspaceVersion = 2;  // 2: call slots of kFastBytes x 2, kGathered
 constexpr std::size_t kHeaderBytes = 4096;
-// Polls with a pause between them before a waiter starts yielding (wait_for_peers): ~256 x
-// 40-140 cycles, a few microseconds.
+// Polls with a pause between them per clock read of a spin that does not yield
+// (spin_until_reached): ~256 x 40-140 cycles, a few microseconds.
 constexpr int kPausePolls = 256;
 // How long a sleeping waiter sleeps before it checks liveness and the deadline.
 constexpr Seconds kLivenessInterval{0.05};
@@ -317,22 +317,26 @@ void ShmWorkspace::sleep_until_published(ShmPhase phase, std::uint64_t round, Se
 }
 
 bool ShmWorkspace::spin_until_reached(ShmPhase phase, std::uint64_t round, Clock::time_point spin_end) const {
-  // With a core per rank a peer that is running arrives within a microsecond or two: poll
-  // with pauses first. Then, and from the start when ranks outnumber cores, yield at every
-  // check: the peer we wait for may need this very core, and on a machine loaded by other
-  // processes a pause loop keeps the CPU from whoever would let the peer run sooner (Open
-  // MPI's yield_when_idle does the same). The clock is read at every yield (a vDSO call):
-  // a yield can take a whole time slice, so counting yields would stretch the spin.
-  if (!fabric_.options().yield_while_spinning) {
+  // With a core per rank a peer that is running arrives within a microsecond or two: poll with
+  // pauses, reading the clock every kPausePolls polls (~a few us). Never yield then: with no
+  // other task on the core a yield returns at once, and with another program's there it hands
+  // that program the core for a whole slice (~4 ms) while the peer publishes (the Fabric's wait
+  // pauses too; docs/performance.md, "Waiting beside other programs"). Where ranks outnumber
+  // cores, yield at every check: the peer we wait for may need this very core (Open MPI's
+  // yield_when_idle does the same). The clock is read at every yield (a vDSO call): a yield can
+  // take a whole time slice, so counting yields would stretch the spin.
+  const bool yield = fabric_.options().yield_while_spinning;
+  do {
+    if (yield) {
+      if (peers_reached(phase, round)) return true;
+      ::sched_yield();
+      continue;
+    }
     for (int i = 0; i < kPausePolls; ++i) {
       if (peers_reached(phase, round)) return true;
       _mm_pause();
     }
-  }
-  while (Clock::now() < spin_end) {
-    if (peers_reached(phase, round)) return true;
-    ::sched_yield();
-  }
+  } while (Clock::now() < spin_end);
   return peers_reached(phase, round);
 }
 

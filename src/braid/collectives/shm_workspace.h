@@ -12,10 +12,10 @@
 // Synchronisation is by monotonic per-rank counters in the header (never reset, equal on
 // every rank between collectives, so stale values from an earlier call can never satisfy a
 // wait): a rank publishes "I have done phase p of round g" by storing a larger value, and
-// waits until every peer's counter reaches a target. Waiting polls a few µs with pauses (not
-// when ranks outnumber cores), then yields at every poll until BRAID_SPIN_US has passed (so a
-// peer that needs this core runs at once; the clock is read at every poll, so the spin ends on
-// time however long a yield takes), then sleeps on its own futex doorbell, which a publisher rings
+// waits until every peer's counter reaches a target. Waiting polls with pauses until
+// BRAID_SPIN_US has passed, or, when ranks outnumber cores, yields at every poll (so a peer
+// that needs this core runs at once; the clock is read at every poll, so the spin ends on time
+// however long a yield takes), then sleeps on its own futex doorbell, which a publisher rings
 // only when the waiter says it sleeps (the fenced Dekker handshake of the shm transport). A
 // sleeping waiter wakes every 50 ms to check its peers' liveness and the deadline through the
 // Fabric, so a dead or diverged peer raises PeerLost / Timeout instead of a hang.

@@ -109,6 +109,13 @@ bool ranks_outnumber_cores(const Topology& topology, int rank) {
   cpu_set_t cpus;
   CPU_ZERO(&cpus);
   int cores = ::sched_getaffinity(0, sizeof cpus, &cpus) == 0 ? CPU_COUNT(&cpus) : 1;
+  // A rank pinned to one CPU sees one core in its mask, shared or not: braid-run says when it
+  // is the CPU's only rank. Taking such a rank for a crowded one made every wait yield its CPU
+  // to whatever other program ran there (docs/performance.md, "Waiting beside other programs").
+  if (auto own = env::get_int_if_set(env::kOwnCpu);
+      own && cores == 1 && *own < CPU_SETSIZE && CPU_ISSET(static_cast<int>(*own), &cpus)) {
+    return false;
+  }
   return topology.local_size(rank) > cores;
 }
 

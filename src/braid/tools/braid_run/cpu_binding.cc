@@ -2,6 +2,8 @@
 
 #include <sched.h>
 
+#include <algorithm>
+
 namespace braid::launcher {
 
 std::optional<BindPolicy> parse_bind_policy(std::string_view text) {
@@ -27,6 +29,12 @@ std::vector<int> cpu_binding(BindPolicy policy, int ranks_on_node, const std::ve
   binding.reserve(static_cast<std::size_t>(ranks_on_node));
   for (int local = 0; local < ranks_on_node; ++local) binding.push_back(cpus[static_cast<std::size_t>(local) % cpus.size()]);
   return binding;
+}
+
+bool each_rank_alone_on_its_cpu(const std::vector<int>& binding) {
+  std::vector<int> sorted = binding;
+  std::sort(sorted.begin(), sorted.end());
+  return !sorted.empty() && std::adjacent_find(sorted.begin(), sorted.end()) == sorted.end();
 }
 
 std::vector<int> allowed_cpus() {

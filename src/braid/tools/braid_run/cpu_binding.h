@@ -33,6 +33,11 @@ std::string_view bind_policy_name(BindPolicy policy);
 // ascending order (never empty for a running process; empty here means "unknown": no binding).
 std::vector<int> cpu_binding(BindPolicy policy, int ranks_on_node, const std::vector<int>& cpus);
 
+// Whether every rank of `binding` has its CPU to itself (no CPU appears twice): then braid-run
+// tells each rank so (BRAID_OWN_CPU), since a rank sees only its own one-CPU mask and could
+// not tell that from ranks crowded onto one CPU.
+bool each_rank_alone_on_its_cpu(const std::vector<int>& binding);
+
 // The CPUs in this process's affinity mask, ascending (sched_getaffinity).
 std::vector<int> allowed_cpus();
 

@@ -50,6 +50,11 @@ void set_variable(std::vector<std::string>& environment, std::string_view key, s
   environment.push_back(std::move(entry));
 }
 
+void set_own_cpu(std::vector<std::string>& environment, int cpu) {
+  std::erase_if(environment, [](const std::string& entry) { return key_of(entry) == env::kOwnCpu.name; });
+  if (cpu >= 0) environment.push_back(std::string(env::kOwnCpu.name) + "=" + std::to_string(cpu));
+}
+
 std::vector<std::string> rank_environment(std::span<const std::string> base, std::span<const std::string> extra,
                                           const JobIdentity& job, int rank, int world_size, int elastic_min_ranks) {
   std::vector<std::string> out(base.begin(), base.end());

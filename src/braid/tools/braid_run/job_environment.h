@@ -42,5 +42,8 @@ std::vector<std::string> rank_environment(std::span<const std::string> base, std
 
 // Sets KEY to `value` in a "KEY=VALUE" list, replacing an existing entry or appending.
 void set_variable(std::vector<std::string>& environment, std::string_view key, std::string_view value);
+// BRAID_OWN_CPU=cpu for a rank pinned alone to `cpu`; cpu < 0 removes an inherited one (a
+// rank of an unbound job, or of a nested braid-run, must not claim a CPU it shares).
+void set_own_cpu(std::vector<std::string>& environment, int cpu);
 
 }  // namespace braid::launcher

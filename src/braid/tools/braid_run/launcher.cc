@@ -117,9 +117,11 @@ void Job::spawn(int local, int rank) {
                         : rank_environment(base_environment_, options_.extra_env, identity_, slot, options_.num_ranks,
                                            options_.elastic ? options_.min_ranks : 0);
   if (rank != slot) set_variable(environment, env::kElasticJoin.name, std::to_string(rank));
+  const int cpu = binding_.empty() ? -1 : binding_[static_cast<std::size_t>(local)];
+  set_own_cpu(environment, each_rank_alone_on_its_cpu(binding_) ? cpu : -1);
   RankLaunch launch{.rank = rank, .argv = options_.command, .environment = std::move(environment),
                     .capture_output = options_.prefix_output, .signal_mask = signals_.original_mask(),
-                    .cpu = binding_.empty() ? -1 : binding_[static_cast<std::size_t>(local)]};
+                    .cpu = cpu};
   RankProcess& process = ranks_.emplace_back(RankProcess::spawn(launch));
   slots_.push_back(local);
   if (!options_.prefix_output) return;
