@@ -8,8 +8,8 @@ endif()
 
 # Test code (GoogleTest bodies, the rank programs' scenarios, their fixtures) is compiled at
 # -O1 where the build type optimises: it spends its time in the libraries, which keep the build
-# type's -O3, and a test TU compiles in about two thirds of its -O3 time (docs/testing.md,
-# "Build time"). -O1 defines the same macros as -O3, so the torch test targets still use the
+# type's -O3, and the test TUs compile in 55% of their -O3 time (docs/architecture.md,
+# "Decisions"). -O1 defines the same macros as -O3, so the torch test targets still use the
 # libraries' precompiled header (cmake/braid_torch_pch.cmake).
 set(BRAID_TEST_CODE_OPTIONS $<$<CONFIG:Release,RelWithDebInfo,MinSizeRel>:-O1>)
 

@@ -51,8 +51,11 @@ void set_variable(std::vector<std::string>& environment, std::string_view key, s
 }
 
 void set_own_cpu(std::vector<std::string>& environment, int cpu) {
-  std::erase_if(environment, [](const std::string& entry) { return key_of(entry) == env::kOwnCpu.name; });
-  if (cpu >= 0) environment.push_back(std::string(env::kOwnCpu.name) + "=" + std::to_string(cpu));
+  if (cpu >= 0) {
+    set_variable(environment, env::kOwnCpu.name, std::to_string(cpu));
+  } else {
+    std::erase_if(environment, [](const std::string& entry) { return key_of(entry) == env::kOwnCpu.name; });
+  }
 }
 
 std::vector<std::string> rank_environment(std::span<const std::string> base, std::span<const std::string> extra,
