@@ -85,7 +85,10 @@ class Session {
     require(matcher_.buffered_bytes() <= kBufferLimit, "the matcher buffered past its limit");
     require(message.bytes == h.bytes && message.remaining() == h.bytes, "begin_message changed the payload size");
     const MatchKey key = key_of(h);
-    for (std::uint64_t i = 0; i < message.bytes; ++i) message.dst[i] = payload_byte(key, i);
+    for (std::uint64_t i = 0; i < message.bytes; ++i) {
+      const std::byte b = payload_byte(key, i);
+      message.dst.write(i, &b, 1);
+    }
     message.received = message.bytes;
     matcher_.finish_message(message);
   }

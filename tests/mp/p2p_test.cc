@@ -25,6 +25,15 @@ TEST_P(CommunicatorTest, InterleavedTagsMatchOutOfOrder) { expect_pass(run("tags
 // Any-source receives: every sender reported once with its bytes, MPI's order kept (p2p_scenarios.cc).
 TEST_P(CommunicatorTest, AnySourceReceivesReportTheirSenders) { expect_pass(run("any-source"), "any-source"); }
 
+// isendv / irecvv: gather sends and scatter receives against contiguous ones, every pairing,
+// every pair; a null piece is refused naming the rank, the peer and the operation.
+TEST_P(CommunicatorTest, PiecesAreGatheredAndScatteredExactly) {
+  LaunchResult r = run("pieces");
+  expect_pass(r, "pieces");
+  EXPECT_FALSE(r.lines_with("[rank 0, peer " + std::to_string(1 % GetParam().ranks) + ", op recv]").empty()) << r.output;
+  EXPECT_FALSE(r.lines_with("piece 1 of 2 is null with 4 bytes").empty()) << r.output;
+}
+
 TEST_P(CommunicatorTest, BarrierHoldsEveryRankUntilTheLastArrives) { expect_pass(run("barrier"), "barrier"); }
 
 TEST_P(CommunicatorTest, SplitFormsIndependentGroups) { expect_pass(run("split"), "split"); }

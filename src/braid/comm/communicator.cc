@@ -173,13 +173,18 @@ std::uint64_t Communicator::checked_bytes(const void* data, std::int64_t count, 
   return static_cast<std::uint64_t>(count * elem);
 }
 
-Work Communicator::post(bool is_send, void* data, const MatchKey& key, const Envelope& envelope, int peer) {
+std::shared_ptr<Request> Communicator::make_request(bool is_send, void* data, const MatchKey& key,
+                                                    const Envelope& envelope, int peer) const {
   auto request = std::make_shared<Request>();
   request->kind = is_send ? Request::Kind::kSend : Request::Kind::kRecv;
   request->peer = world_rank(peer);
   request->key = key;
   request->envelope = envelope;
   request->data = static_cast<std::byte*>(data);
+  return request;
+}
+
+Work Communicator::submit(std::shared_ptr<Request> request) {
   world_->fabric->post(request);
   return Work(world_->fabric, std::move(request));
 }
@@ -199,14 +204,50 @@ Work Communicator::irecv(void* data, std::int64_t count, DType dtype, int peer, 
   return post(false, data, key, envelope, peer);
 }
 
+Work Communicator::post_pieces(bool is_send, std::span<const std::span<std::byte>> pieces, int peer, int tag) {
+  const char* op = is_send ? "send" : "recv";
+  checked_bytes(nullptr, 0, DType::kU8, peer, tag, op);  // the peer and the tag
+  ErrorContext ctx{.rank = rank_, .peer = peer, .op = op};
+  std::vector<BufferPiece> checked;
+  checked.reserve(pieces.size());
+  std::uint64_t bytes = 0;
+  for (std::size_t i = 0; i < pieces.size(); ++i) {
+    const std::span<std::byte> piece = pieces[i];
+    if (piece.empty()) continue;
+    if (piece.data() == nullptr) {
+      throw InvalidArgument(ctx, fmt::format("piece {} of {} is null with {} bytes", i, pieces.size(), piece.size()));
+    }
+    if (piece.size() > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()) - bytes) {
+      throw InvalidArgument(ctx, fmt::format("the byte count of {} pieces overflows", pieces.size()));
+    }
+    bytes += piece.size();
+    checked.push_back({piece.data(), piece.size()});
+  }
+  if (is_send) world_->fabric->fault_point(OpKind::kSendRecv);
+  Envelope envelope{.op = OpKind::kSendRecv, .seq = is_send ? next_send_seq_++ : kAnySeq, .dtype = DType::kU8, .bytes = bytes};
+  MatchKey key{.comm_id = id_, .channel = Channel::kUser, .tag = static_cast<std::uint32_t>(tag)};
+  std::shared_ptr<Request> request = make_request(is_send, nullptr, key, envelope, peer);
+  request->pieces = std::move(checked);
+  return submit(std::move(request));
+}
+
+Work Communicator::isendv(std::span<const std::span<const std::byte>> pieces, int peer, int tag) {
+  // The transport never writes a send's memory: the const is shed only to share one checking path.
+  std::vector<std::span<std::byte>> writable;
+  writable.reserve(pieces.size());
+  for (std::span<const std::byte> piece : pieces) writable.emplace_back(const_cast<std::byte*>(piece.data()), piece.size());
+  return post_pieces(true, writable, peer, tag);
+}
+
+Work Communicator::irecvv(std::span<const std::span<std::byte>> pieces, int peer, int tag) {
+  return post_pieces(false, pieces, peer, tag);
+}
+
 AnySourceRecv Communicator::irecv_any_source(void* data, std::int64_t count, DType dtype, int tag) {
   std::uint64_t bytes = checked_bytes(data, count, dtype, rank_, tag, "recv");
-  auto request = std::make_shared<Request>();
-  request->kind = Request::Kind::kRecv;
+  MatchKey key{.comm_id = id_, .channel = Channel::kUser, .tag = static_cast<std::uint32_t>(tag)};
+  std::shared_ptr<Request> request = make_request(false, data, key, Envelope{.op = OpKind::kSendRecv, .seq = kAnySeq, .dtype = dtype, .bytes = bytes}, rank_);
   request->peer = kAnySource;
-  request->key = MatchKey{.comm_id = id_, .channel = Channel::kUser, .tag = static_cast<std::uint32_t>(tag)};
-  request->envelope = Envelope{.op = OpKind::kSendRecv, .seq = kAnySeq, .dtype = dtype, .bytes = bytes};
-  request->data = static_cast<std::byte*>(data);
   world_->fabric->post_any_source(request, members_);
   return AnySourceRecv(Work(world_->fabric, request), request, members_);
 }

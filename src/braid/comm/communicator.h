@@ -31,6 +31,7 @@
 #include <exception>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string_view>
 #include <typeindex>
 #include <typeinfo>
@@ -49,6 +50,7 @@ class KeyValueStore;
 class ScratchBuffer;
 struct Envelope;
 struct MatchKey;
+struct Request;
 struct World;
 
 namespace detail {
@@ -108,6 +110,13 @@ class Communicator {
   void recv(void* data, std::int64_t count, DType dtype, int peer, int tag = 0);
   Work isend(const void* data, std::int64_t count, DType dtype, int peer, int tag = 0);
   Work irecv(void* data, std::int64_t count, DType dtype, int peer, int tag = 0);
+  // A gather send and a scatter receive: one message of the pieces' bytes in order (kU8), moved
+  // straight from and into them (sendmsg/recvmsg on TCP, one ring copy per piece on shm), never
+  // through a staging copy. The other side may send or receive the same bytes contiguously: the
+  // wire does not change. The pieces' memory must stay valid until the Work completes; a
+  // receive's pieces must not overlap. Empty pieces are skipped.
+  Work isendv(std::span<const std::span<const std::byte>> pieces, int peer, int tag = 0);
+  Work irecvv(std::span<const std::span<std::byte>> pieces, int peer, int tag = 0);
 
   // A receive from whichever rank of this communicator (this one included) sends a message
   // with `tag` first; among one sender's messages and receives the usual order holds. The
@@ -129,7 +138,14 @@ class Communicator {
   Communicator(std::shared_ptr<World> world, std::vector<int> members, int rank, std::uint64_t id, Topology topology);
   // The communicator of every rank of `world`, returned once every connection works.
   static Communicator world_communicator(std::shared_ptr<World> world);
-  Work post(bool is_send, void* data, const MatchKey& key, const Envelope& envelope, int peer);
+  std::shared_ptr<Request> make_request(bool is_send, void* data, const MatchKey& key, const Envelope& envelope,
+                                        int peer) const;
+  Work submit(std::shared_ptr<Request> request);
+  Work post(bool is_send, void* data, const MatchKey& key, const Envelope& envelope, int peer) {
+    return submit(make_request(is_send, data, key, envelope, peer));
+  }
+  // isendv / irecvv: the pieces, checked (the peer, the tag, null memory, an overflowing count).
+  Work post_pieces(bool is_send, std::span<const std::span<std::byte>> pieces, int peer, int tag);
   std::uint64_t checked_bytes(const void* data, std::int64_t count, DType dtype, int peer, int tag, const char* op) const;
   // See detail::CollectiveAccess for these.
   Work post_collective_send(const void* data, const Envelope& envelope, int peer);

@@ -72,7 +72,7 @@ IncomingMessage Matcher::begin_message(const WireHeader& header) {
   if (it != posted_.end()) {
     check_envelope(**it, envelope);
     message.recv = *it;
-    message.dst = message.recv->data;
+    message.dst = message.recv->buffer();
     if (message.recv->peer == kAnySource) --any_source_posted_;
     claim(*message.recv);
     posted_.erase(it);
@@ -83,7 +83,7 @@ IncomingMessage Matcher::begin_message(const WireHeader& header) {
   buffered->key = key;
   buffered->envelope = envelope;
   buffered->data = std::make_unique_for_overwrite<std::byte[]>(std::max<std::uint64_t>(envelope.bytes, 1));
-  message.dst = buffered->data.get();
+  message.dst = MessageBuffer(buffered->data.get());
   message.unexpected = buffered;
   buffered_bytes_ += envelope.bytes;
   unexpected_.push_back(std::move(buffered));
@@ -140,7 +140,7 @@ void Matcher::check_envelope(const Request& recv, const Envelope& actual) const 
 }
 
 void Matcher::deliver(const UnexpectedMessage& message, Request& recv) {
-  if (message.envelope.bytes > 0) std::memcpy(recv.data, message.data.get(), message.envelope.bytes);
+  recv.buffer().write(0, message.data.get(), static_cast<std::size_t>(message.envelope.bytes));
   recv.transferred = message.envelope.bytes;
   recv.finish();
 }

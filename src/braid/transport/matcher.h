@@ -43,7 +43,7 @@ struct UnexpectedMessage {
 
 // Where an arriving message's payload goes, and how far it got.
 struct IncomingMessage {
-  std::byte* dst = nullptr;
+  MessageBuffer dst;  // the matched receive's buffer, or the unexpected message's
   std::uint64_t bytes = 0;
   std::uint64_t received = 0;
   RequestPtr recv;                                  // matched at arrival, or

@@ -28,7 +28,7 @@ RequestPtr make_recv(const MatchKey& key, std::string& buffer, std::size_t bytes
 void arrive(Matcher& m, const MatchKey& key, const std::string& payload) {
   WireHeader h = make_data_header(key, {.op = OpKind::kSendRecv, .seq = 0, .dtype = DType::kU8, .bytes = payload.size()});
   IncomingMessage in = m.begin_message(h);
-  std::memcpy(in.dst, payload.data(), payload.size());
+  in.dst.write(0, reinterpret_cast<const std::byte*>(payload.data()), payload.size());
   in.received = payload.size();
   m.finish_message(in);
 }
@@ -58,6 +58,24 @@ TEST(MatcherTest, UnexpectedMessagesAreBufferedUntilClaimed) {
   EXPECT_EQ(b, "second");
 }
 
+// A scatter receive (Request::pieces) gets its message in its pieces, whether the message
+// streams in after the receive was posted or was buffered before it.
+TEST(MatcherTest, ScatterReceiveTakesTheMessageInItsPieces) {
+  for (const bool buffered_first : {false, true}) {
+    Matcher m(0, 1);
+    std::string head(3, '.'), tail(4, '.');
+    auto r = make_recv(kTag1, head, 3);
+    r->data = nullptr;
+    r->envelope.bytes = 7;
+    r->pieces = {{reinterpret_cast<std::byte*>(head.data()), 3}, {reinterpret_cast<std::byte*>(tail.data()), 4}};
+    if (buffered_first) arrive(m, kTag1, "abcdefg");
+    m.post_recv(r);
+    if (!buffered_first) arrive(m, kTag1, "abcdefg");
+    EXPECT_TRUE(r->complete) << buffered_first;
+    EXPECT_EQ(head + "|" + tail, "abc|defg") << buffered_first;
+  }
+}
+
 TEST(MatcherTest, SameTagIsFirstInFirstOut) {
   Matcher m(0, 1);
   arrive(m, kTag1, "one");
@@ -79,7 +97,7 @@ TEST(MatcherTest, ReceivePostedWhileMessageArrivesWaitsForItsEnd) {
   auto r = make_recv(kTag1, buf, 4);
   m.post_recv(r);
   EXPECT_FALSE(r->complete);
-  std::memcpy(in.dst, "data", 4);
+  in.dst.write(0, reinterpret_cast<const std::byte*>("data"), 4);
   in.received = 4;
   m.finish_message(in);
   EXPECT_TRUE(r->complete);

@@ -12,8 +12,10 @@
 #include <cstdint>
 #include <exception>
 #include <memory>
+#include <vector>
 
 #include "braid/transport/envelope.h"
+#include "braid/transport/message_buffer.h"
 
 namespace braid {
 
@@ -29,6 +31,9 @@ struct Request {
   MatchKey key;
   Envelope envelope;   // send: what is sent; recv: what is expected
   std::byte* data = nullptr;  // send: the source (never written); recv: the destination
+  // A gather send or scatter receive (Communicator::isendv / irecvv): the message's bytes in
+  // these pieces, in order, summing to envelope.bytes; `data` is unused then.
+  std::vector<BufferPiece> pieces;
   // Fault injection (BRAID_FAULT kind=flip, fabric.h): the transport flips a bit of this
   // send's header after computing its CRC, so the receiver must raise Corrupt.
   bool inject_corrupt_header = false;
@@ -39,6 +44,7 @@ struct Request {
   std::atomic<bool> complete{false};
 
   bool is_send() const { return kind == Kind::kSend; }
+  MessageBuffer buffer() const { return pieces.empty() ? MessageBuffer(data) : MessageBuffer(pieces); }
   void finish() { complete.store(true, std::memory_order_release); }
   void fail(std::exception_ptr e) {
     error = std::move(e);

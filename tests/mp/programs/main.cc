@@ -16,7 +16,7 @@ int main(int argc, char** argv) {
   using namespace braid::testing;
   using Scenario = std::function<int(braid::Communicator&, const Args&)>;
   const std::map<std::string, Scenario> scenarios{
-      {"pairs", scenario_pairs},       {"tags", scenario_tags},         {"any-source", scenario_any_source},         {"barrier", scenario_barrier},
+      {"pairs", scenario_pairs},       {"tags", scenario_tags},         {"any-source", scenario_any_source}, {"pieces", scenario_pieces},         {"barrier", scenario_barrier},
       {"split", scenario_split},       {"mismatch", scenario_mismatch}, {"victim", scenario_victim},
       {"bad-arguments", scenario_bad_arguments}, {"timeout", scenario_timeout},
       {"collectives", scenario_collectives},     {"collective-mismatch", scenario_collective_mismatch},

@@ -18,6 +18,7 @@ using Args = std::vector<std::string>;
 int scenario_pairs(Communicator& comm, const Args& args);
 int scenario_tags(Communicator& comm, const Args& args);
 int scenario_any_source(Communicator& comm, const Args& args);
+int scenario_pieces(Communicator& comm, const Args& args);
 int scenario_barrier(Communicator& comm, const Args& args);
 int scenario_split(Communicator& comm, const Args& args);
 int scenario_mismatch(Communicator& comm, const Args& args);

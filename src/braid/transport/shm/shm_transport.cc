@@ -215,7 +215,10 @@ bool ShmTransport::progress_sends(Peer& p) {
       std::size_t n = std::min({p.out.writable(), options_.chunk_bytes,
                                 static_cast<std::size_t>(r.envelope.bytes - r.transferred)});
       if (n == 0) break;
-      p.out.put(r.data + r.transferred, n);
+      r.buffer().for_each(r.transferred, n, [&](const std::byte* from, std::size_t k) {
+        p.out.put(from, k);
+        return true;
+      });
       r.transferred += n;
       // Publish every chunk, so the receiver starts copying out while the next one goes in.
       p.out.publish();
@@ -252,7 +255,10 @@ bool ShmTransport::progress_recvs(Peer& p) {
     while (m.remaining() > 0) {
       std::size_t n = std::min({p.in.readable(), options_.chunk_bytes, static_cast<std::size_t>(m.remaining())});
       if (n == 0) break;
-      p.in.get(m.dst + m.received, n);
+      m.dst.for_each(m.received, n, [&](std::byte* to, std::size_t k) {
+        p.in.get(to, k);
+        return true;
+      });
       m.received += n;
       if (m.recv) m.recv->transferred = m.received;
       // Free the space at once: the sender may be waiting to write the next chunk.

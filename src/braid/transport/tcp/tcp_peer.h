@@ -21,6 +21,13 @@ namespace braid::tcp {
 
 // One syscall moves at most this much, so a huge message cannot starve the other peers.
 inline constexpr std::size_t kMaxIo = std::size_t{1} << 26;
+// A syscall's iovecs for a message's payload: the pieces of a gather send or scatter receive
+// (message_buffer.h) beyond this go in the next call.
+inline constexpr std::size_t kMaxPayloadIov = 64;
+
+// Non-blocking sendmsg / recvmsg of `count` iovecs on a connection, as the syscalls return.
+ssize_t send_iov(int fd, const iovec* iov, int count);
+ssize_t receive_iov(int fd, iovec* iov, int count);
 
 struct TcpTransport::Peer {
   enum class State { kOpen, kClosed, kLost };

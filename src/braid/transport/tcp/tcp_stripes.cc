@@ -68,8 +68,10 @@ bool TcpTransport::progress_stripe_sends(Peer& p, int stream) {
   while (!s.out.empty()) {
     StripeOut& out = s.out.front();
     const std::uint64_t left = out.bytes - out.sent;
-    ssize_t n = ::send(s.fd.get(), out.send->data + out.offset + out.sent,
-                       static_cast<std::size_t>(std::min<std::uint64_t>(left, kMaxIo)), MSG_NOSIGNAL | MSG_DONTWAIT);
+    iovec iov[kMaxPayloadIov];
+    const std::size_t count =
+        out.send->buffer().iov(out.offset + out.sent, std::min<std::uint64_t>(left, kMaxIo), iov, kMaxPayloadIov);
+    ssize_t n = send_iov(s.fd.get(), iov, static_cast<int>(count));
     if (n < 0) {
       if (would_block(errno)) break;
       if (errno == EINTR) continue;
@@ -94,8 +96,10 @@ bool TcpTransport::progress_stripe_recvs(Peer& p, int stream) {
   while (!s.in.empty()) {
     StripeIn& in = s.in.front();
     const std::uint64_t left = in.bytes - in.got;
-    ssize_t n = ::recv(s.fd.get(), in.target->message.dst + in.offset + in.got,
-                       static_cast<std::size_t>(std::min<std::uint64_t>(left, kMaxIo)), MSG_DONTWAIT);
+    iovec iov[kMaxPayloadIov];
+    const std::size_t count =
+        in.target->message.dst.iov(in.offset + in.got, std::min<std::uint64_t>(left, kMaxIo), iov, kMaxPayloadIov);
+    ssize_t n = receive_iov(s.fd.get(), iov, static_cast<int>(count));
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && would_block(errno)) break;
     if (n <= 0) {

@@ -130,43 +130,87 @@ std::vector<std::size_t> boundary_sizes() {
   return sizes;
 }
 
+// A message's bytes held as pieces (Request::pieces) of cycling sizes from 1 byte to 70 KB,
+// laid out in memory in reverse order with gaps between them: a piece mapped to the wrong
+// offset, or a range run across two pieces, shows as wrong bytes.
+struct ScatteredMessage {
+  std::vector<std::byte> memory;
+  std::vector<BufferPiece> pieces;
+
+  explicit ScatteredMessage(std::size_t bytes) {
+    static constexpr std::size_t kCycle[] = {1, 3, 4096, 7, 70001, 13, 512};
+    std::vector<std::size_t> sizes;
+    for (std::size_t left = bytes, k = 0; left > 0; ++k) {
+      sizes.push_back(std::min(left, kCycle[k % std::size(kCycle)]));
+      left -= sizes.back();
+    }
+    memory.resize(bytes + 8 * sizes.size());
+    std::size_t at = memory.size();
+    for (std::size_t size : sizes) {
+      at -= size + 8;
+      pieces.push_back({memory.data() + at, size});
+    }
+  }
+  std::vector<std::byte> gathered() const {
+    std::vector<std::byte> v(memory.size() - 8 * pieces.size());
+    MessageBuffer(pieces).read(0, v.data(), v.size());
+    return v;
+  }
+};
+
+// How one side holds its messages: each contiguous, or some as pieces (sends gathered where
+// the index is even, receives scattered where it is not a multiple of 3: every pairing).
+enum class Layout { kContiguous, kPieces };
+
 // One rank's side of the exchange: sends every size to the peer and receives every size from
 // it, all in flight at once, with one key (so matching must keep their order). Half of the
 // receives are posted only after the peer's bytes may have arrived (the unexpected path).
-void exchange(TcpTransport& t, int rank, const std::vector<std::size_t>& sizes) {
+void exchange(TcpTransport& t, int rank, const std::vector<std::size_t>& sizes, Layout layout = Layout::kContiguous) {
   const int peer = 1 - rank;
   std::vector<std::vector<std::byte>> out, in;
+  std::vector<std::unique_ptr<ScatteredMessage>> out_pieces, in_pieces;
   for (std::size_t i = 0; i < sizes.size(); ++i) {
     out.push_back(pattern(sizes[i], static_cast<std::uint32_t>(rank * 1000 + i)));
     in.emplace_back(sizes[i]);
+    const bool pieces = layout == Layout::kPieces;
+    out_pieces.push_back(pieces && i % 2 == 0 ? std::make_unique<ScatteredMessage>(sizes[i]) : nullptr);
+    in_pieces.push_back(pieces && i % 3 != 0 ? std::make_unique<ScatteredMessage>(sizes[i]) : nullptr);
+    if (out_pieces[i]) MessageBuffer(out_pieces[i]->pieces).write(0, out[i].data(), sizes[i]);
   }
+  auto request = [&](Request::Kind kind, std::size_t i) {
+    const bool send = kind == Request::Kind::kSend;
+    RequestPtr r = make_request(kind, peer, static_cast<std::int64_t>(i), send ? out[i] : in[i]);
+    if (const auto& pieces = send ? out_pieces[i] : in_pieces[i]) r->pieces = pieces->pieces, r->data = nullptr;
+    return r;
+  };
   std::vector<RequestPtr> requests;
   const std::size_t early = sizes.size() / 2;
   for (std::size_t i = 0; i < early; ++i) {
-    requests.push_back(make_request(Request::Kind::kRecv, peer, static_cast<std::int64_t>(i), in[i]));
+    requests.push_back(request(Request::Kind::kRecv, i));
     t.post_recv(requests.back());
   }
   for (std::size_t i = 0; i < sizes.size(); ++i) {
-    requests.push_back(make_request(Request::Kind::kSend, peer, static_cast<std::int64_t>(i), out[i]));
+    requests.push_back(request(Request::Kind::kSend, i));
     t.post_send(requests.back());
   }
   for (int spin = 0; spin < 200; ++spin) t.progress();
   for (std::size_t i = early; i < sizes.size(); ++i) {
-    requests.push_back(make_request(Request::Kind::kRecv, peer, static_cast<std::int64_t>(i), in[i]));
+    requests.push_back(request(Request::Kind::kRecv, i));
     t.post_recv(requests.back());
   }
   drive(t, requests);
   for (std::size_t i = 0; i < sizes.size(); ++i) {
-    ASSERT_EQ(in[i], pattern(sizes[i], static_cast<std::uint32_t>(peer * 1000 + i)))
-        << "rank " << rank << ", message " << i << " of " << sizes[i] << " bytes";
+    ASSERT_EQ(in_pieces[i] ? in_pieces[i]->gathered() : in[i], pattern(sizes[i], static_cast<std::uint32_t>(peer * 1000 + i)))
+        << "rank " << rank << ", message " << i << " of " << sizes[i] << " bytes"
+        << (in_pieces[i] ? ", received into pieces" : "") << (i % 2 == 0 && layout == Layout::kPieces ? ", sent from pieces" : "");
   }
 }
 
 // Both ranks exchange `sizes` at once, then shut down at once, as two ranks do: each reads to
 // the other's EOF.
-void exchange_and_shut_down(Pair& pair, const std::vector<std::size_t>& sizes) {
-  std::thread one([&] { exchange(*pair.rank[1], 1, sizes); });
-  exchange(*pair.rank[0], 0, sizes);
+void exchange_and_shut_down(Pair& pair, const std::vector<std::size_t>& sizes, Layout layout = Layout::kContiguous) {
+  std::thread one([&] { exchange(*pair.rank[1], 1, sizes, layout); });
+  exchange(*pair.rank[0], 0, sizes, layout);
   one.join();
   std::thread closing([&] { pair.rank[1]->shutdown(Deadline::after(Seconds(5))); });
   pair.rank[0]->shutdown(Deadline::after(Seconds(5)));
@@ -190,6 +234,27 @@ TEST(TcpStripingTest, TlsRunsOneConnectionAndStaysExact) {
   MemoryStore store;
   Pair pair = connect_pair(3, 3, store, /*tls=*/true);
   exchange_and_shut_down(pair, sizes);
+}
+
+// Gather sends and scatter receives (message_buffer.h) of up to hundreds of pieces, more than
+// one syscall's iovecs, against contiguous ones and each other, striped or not, posted before
+// the bytes arrive or after (the unexpected copy scatters): the same bytes arrive.
+TEST(TcpStripingTest, PiecesAreGatheredAndScatteredExactlyOnEveryStreamCount) {
+  const std::vector<std::size_t> sizes = boundary_sizes();
+  for (int streams : {1, 3}) {
+    SCOPED_TRACE("BRAID_TCP_STREAMS=" + std::to_string(streams));
+    MemoryStore store;
+    Pair pair = connect_pair(streams, streams, store);
+    exchange_and_shut_down(pair, sizes, Layout::kPieces);
+  }
+}
+
+// TLS reads and writes one piece (or one record) at a time: the bytes still arrive exact.
+TEST(TcpStripingTest, PiecesStayExactUnderTls) {
+  const std::vector<std::size_t> sizes = {0, 1, 4099, 2 * kMinStripeBytes + 1, (std::size_t{3} << 20) + 7};
+  MemoryStore store;
+  Pair pair = connect_pair(1, 1, store, /*tls=*/true);
+  exchange_and_shut_down(pair, sizes, Layout::kPieces);
 }
 
 TEST(TcpStripingTest, RanksThatDisagreeAboutTheStreamCountBothRaiseMismatch) {

@@ -20,6 +20,25 @@ namespace {
 
 bool would_block(int err) { return err == EAGAIN || err == EWOULDBLOCK; }
 
+}  // namespace
+
+ssize_t send_iov(int fd, const iovec* iov, int count) {
+  msghdr msg{};
+  msg.msg_iov = const_cast<iovec*>(iov);
+  msg.msg_iovlen = static_cast<std::size_t>(count);
+  return ::sendmsg(fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+}
+
+ssize_t receive_iov(int fd, iovec* iov, int count) {
+  if (count == 1) return ::recv(fd, iov[0].iov_base, iov[0].iov_len, MSG_DONTWAIT);
+  msghdr msg{};
+  msg.msg_iov = iov;
+  msg.msg_iovlen = static_cast<std::size_t>(count);
+  return ::recvmsg(fd, &msg, MSG_DONTWAIT);
+}
+
+namespace {
+
 // Reads and drops until the peer's EOF (or `deadline`), so that closing sends no RST.
 void drain_to_eof(int fd, Deadline deadline) {
   char sink[4096];
@@ -102,15 +121,14 @@ bool TcpTransport::progress_sends(Peer& p) {
       p.out_active = true;
     }
     Request& r = *p.sends.front();
-    iovec iov[2];
+    iovec iov[1 + kMaxPayloadIov];
     int count = 0;
     if (p.out_header_sent < sizeof(WireHeader)) {
       iov[count++] = {reinterpret_cast<char*>(&p.out_header) + p.out_header_sent, sizeof(WireHeader) - p.out_header_sent};
     }
     std::uint64_t left = p.out_payload_bytes - p.out_payload_sent;
-    if (left > 0) {
-      iov[count++] = {r.data + p.out_payload_sent, static_cast<std::size_t>(std::min<std::uint64_t>(left, kMaxIo))};
-    }
+    count += static_cast<int>(
+        r.buffer().iov(p.out_payload_sent, std::min<std::uint64_t>(left, kMaxIo), iov + count, kMaxPayloadIov));
     if (count > 0) {
       ssize_t n = send_parts(p, iov, count);
       if (n < 0) {
@@ -139,18 +157,15 @@ bool TcpTransport::progress_sends(Peer& p) {
 
 ssize_t TcpTransport::send_parts(Peer& p, const iovec* iov, int count) {
   if (p.tls) {
-    if (count == 1) return p.tls->write(iov[0].iov_base, iov[0].iov_len);
-    // A header and its payload's start in one record: a small message costs one record (and
-    // one send) instead of two. The loop comes back for the rest of the payload.
+    if (count == 1 || iov[0].iov_len >= TlsSession::kRecordBytes) return p.tls->write(iov[0].iov_base, iov[0].iov_len);
+    // A header (or a small piece) and what follows it in one record: a small message costs one
+    // record (and one send) instead of two. The loop comes back for the rest of the payload.
     const std::size_t first = std::min(iov[1].iov_len, TlsSession::kRecordBytes - iov[0].iov_len);
     p.tls_stage.assign(static_cast<const char*>(iov[0].iov_base), iov[0].iov_len);
     p.tls_stage.append(static_cast<const char*>(iov[1].iov_base), first);
     return p.tls->write(p.tls_stage.data(), p.tls_stage.size());
   }
-  msghdr msg{};
-  msg.msg_iov = const_cast<iovec*>(iov);
-  msg.msg_iovlen = static_cast<std::size_t>(count);
-  return ::sendmsg(p.fd.get(), &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+  return send_iov(p.fd.get(), iov, count);
 }
 
 bool TcpTransport::progress_recvs(Peer& p) {
@@ -170,8 +185,14 @@ bool TcpTransport::progress_recvs(Peer& p) {
 // One recv() of at most `want` bytes (none when want is 0), retried when interrupted. A
 // closed or failed connection goes to on_eof, which throws if requests wait on this peer.
 TcpTransport::Received TcpTransport::receive(Peer& p, std::byte* dst, std::size_t want) {
-  while (want > 0) {
-    ssize_t n = p.tls ? p.tls->read(dst, want) : ::recv(p.fd.get(), dst, want, MSG_DONTWAIT);
+  iovec iov{dst, want};
+  return receive(p, &iov, want > 0 ? 1 : 0);
+}
+
+// The same into `count` iovecs (TLS: into the first; the caller comes back for the rest).
+TcpTransport::Received TcpTransport::receive(Peer& p, iovec* iov, int count) {
+  while (count > 0) {
+    ssize_t n = p.tls ? p.tls->read(iov[0].iov_base, iov[0].iov_len) : receive_iov(p.fd.get(), iov, count);
     if (n > 0) return {.bytes = static_cast<std::size_t>(n)};
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && would_block(errno)) return {.go_on = false};
@@ -217,8 +238,9 @@ void TcpTransport::start_frame(Peer& p) {
 // Into the matched receive's buffer, or the matcher's for a message no receive asked for yet.
 TcpTransport::Received TcpTransport::read_data_payload(Peer& p) {
   IncomingMessage& m = *p.incoming;
-  auto want = static_cast<std::size_t>(std::min<std::uint64_t>(m.remaining(), kMaxIo));
-  Received step = receive(p, m.dst + m.received, want);
+  iovec iov[kMaxPayloadIov];
+  const std::size_t count = m.dst.iov(m.received, std::min<std::uint64_t>(m.remaining(), kMaxIo), iov, kMaxPayloadIov);
+  Received step = receive(p, iov, static_cast<int>(count));
   m.received += step.bytes;
   if (m.recv && !p.striped_in) m.recv->transferred = m.received;
   if (m.remaining() == 0) {

@@ -96,6 +96,7 @@ class TcpTransport final : public Transport {
     bool go_on = true;      // false once the socket has nothing more (or closed)
   };
   Received receive(Peer& p, std::byte* dst, std::size_t want);
+  Received receive(Peer& p, iovec* iov, int count);
   // One send of `iov` (plain: sendmsg; TLS: the first part as records), as ::send returns.
   static ssize_t send_parts(Peer& p, const iovec* iov, int count);
   // The steps of progress_recvs, one per Peer::ReadTarget: each reads into its target and
