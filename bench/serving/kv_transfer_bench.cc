@@ -10,8 +10,8 @@
 //             receives them into one and answers with a 32-byte ack (the stream's protocol shape
 //             minus the header and grant)
 //   kv-stream one request through KvStreamSender / KvStreamReceiver: paged blocks on both sides
-//             (--blocks scattered: in reverse order in memory, so each side packs / unpacks
-//             through staging; adjacent: in order, sent and received in place), messages of
+//             (--blocks scattered: in reverse order in memory, so each side gathers / scatters
+//             a run per segment; adjacent: in order, one run per chunk), messages of
 //             --chunk-bytes on TCP (the spec's chunk_bytes; over shm only with --pack-shm),
 //             header, grant, ack
 //   kv-unpacked the same with chunk_bytes 0 (one message per block segment), alternating with

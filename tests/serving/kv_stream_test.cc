@@ -105,7 +105,7 @@ INSTANTIATE_TEST_SUITE_P(Splits, KvStreamTest,
 
 // The packed path: TP reshards with a layer's blocks in messages of CHUNK bytes (3000: not a
 // divisor of a layer, and a 512 B K or V slice straddles no chunk; 0: one message per segment),
-// the blocks scattered (packed on both sides), adjacent (no staging) or adjacent on one side.
+// the blocks scattered (a run per segment on both sides), adjacent (one run) or adjacent on one side.
 struct Packed {
   Split split;
   const char* chunk;

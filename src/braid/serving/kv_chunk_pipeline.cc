@@ -3,42 +3,31 @@
 #include <utility>
 
 namespace braid::serving {
+namespace {
 
-int KvStagingRing::acquire() {
-  if (!free_.empty()) {
-    const int slot = free_.back();
-    free_.pop_back();
-    return slot;
-  }
-  if (static_cast<int>(slots_.size()) == kKvStagingSlots) return -1;
-  slots_.emplace_back(static_cast<std::size_t>(slot_bytes_));
-  return static_cast<int>(slots_.size()) - 1;
+// The blocks of layer `layer` among a request's layer-major blocks.
+template <typename Byte>
+std::span<const std::span<Byte>> layer_blocks(std::span<const std::span<Byte>> blocks, std::size_t layer,
+                                              std::int64_t blocks_per_layer) {
+  const auto per_layer = static_cast<std::size_t>(blocks_per_layer);
+  return blocks.subspan(layer * per_layer, per_layer);
 }
+
+}  // namespace
 
 KvChunkOutbox::KvChunkOutbox(std::vector<KvChunk> layer_chunks, std::int64_t blocks_per_layer, int peer, int tag,
                              bool packed)
-    : chunks_(std::move(layer_chunks)), blocks_per_layer_(blocks_per_layer), peer_(peer), tag_(tag), packed_(packed),
-      staging_(kv_largest_chunk(chunks_)) {}
+    : chunks_(std::move(layer_chunks)), blocks_per_layer_(blocks_per_layer), peer_(peer), tag_(tag), packed_(packed) {}
 
 std::int64_t KvChunkOutbox::post(Communicator& comm, std::span<const std::span<const std::byte>> blocks, int ready_layers) {
   std::int64_t bytes = 0;
   for (; next_ < total(ready_layers); ++next_) {
-    if (packed_ && in_flight_.size() >= static_cast<std::size_t>(kKvStagingSlots)) break;
+    if (packed_ && in_flight_.size() >= static_cast<std::size_t>(kKvSendsInFlight)) break;
     const KvChunk& chunk = chunks_[next_ % chunks_.size()];
-    const auto layer = static_cast<std::size_t>(next_ / chunks_.size());
-    const auto layer_blocks = blocks.subspan(layer * static_cast<std::size_t>(blocks_per_layer_),
-                                             static_cast<std::size_t>(blocks_per_layer_));
-    const std::byte* data = kv_chunk_contiguous(chunk, layer_blocks, KvSide::kSource);
-    int slot = -1;
-    if (data == nullptr) {
-      slot = staging_.acquire();
-      if (slot < 0) break;  // every staging buffer is on the wire
-      kv_pack(chunk, layer_blocks, staging_.data(slot));
-      data = staging_.data(slot);
-    }
-    in_flight_.push_back({comm.isend(data, chunk.bytes, DType::kU8, peer_, tag_), slot});
-    // Hands the bytes to the transport now, so they travel while the next chunk is packed.
-    in_flight_.back().work.test();
+    const auto layer = layer_blocks(blocks, next_ / chunks_.size(), blocks_per_layer_);
+    in_flight_.push_back(comm.isendv(kv_chunk_runs(chunk, layer, KvSide::kSource), peer_, tag_));
+    // Hands the bytes to the transport now, so they travel while the next chunk is posted.
+    in_flight_.back().test();
     bytes += chunk.bytes;
   }
   return bytes;
@@ -46,8 +35,7 @@ std::int64_t KvChunkOutbox::post(Communicator& comm, std::span<const std::span<c
 
 bool KvChunkOutbox::drain() {
   bool moved = false;
-  while (!in_flight_.empty() && in_flight_.front().work.test()) {
-    if (in_flight_.front().slot >= 0) staging_.release(in_flight_.front().slot);
+  while (!in_flight_.empty() && in_flight_.front().test()) {
     in_flight_.pop_front();
     moved = true;
   }
@@ -56,41 +44,19 @@ bool KvChunkOutbox::drain() {
 
 KvChunkInbox::KvChunkInbox(std::vector<KvChunk> layer_chunks, std::int64_t blocks_per_layer, int layers, int peer, int tag)
     : chunks_(std::move(layer_chunks)), blocks_per_layer_(blocks_per_layer),
-      total_(chunks_.size() * static_cast<std::size_t>(layers)), peer_(peer), tag_(tag),
-      staging_(kv_largest_chunk(chunks_)) {}
-
-std::span<const std::span<std::byte>> KvChunkInbox::layer_of(std::span<const std::span<std::byte>> blocks,
-                                                             std::size_t chunk) const {
-  const auto layer = static_cast<std::size_t>(chunk / chunks_.size());
-  return blocks.subspan(layer * static_cast<std::size_t>(blocks_per_layer_), static_cast<std::size_t>(blocks_per_layer_));
-}
-
-bool KvChunkInbox::post(Communicator& comm, std::span<const std::span<std::byte>> blocks) {
-  bool moved = false;
-  for (; posted_ < total_; ++posted_, moved = true) {
-    const KvChunk& chunk = chunks_[posted_ % chunks_.size()];
-    std::byte* data = kv_chunk_contiguous(chunk, layer_of(blocks, posted_), KvSide::kTarget);
-    int slot = -1;
-    if (data == nullptr) {
-      slot = staging_.acquire();
-      if (slot < 0) break;  // posted again as a staged chunk is unpacked
-      data = staging_.data(slot);
-    }
-    in_flight_.push_back({comm.irecv(data, chunk.bytes, DType::kU8, peer_, tag_), slot});
-  }
-  return moved;
-}
+      total_(chunks_.size() * static_cast<std::size_t>(layers)), peer_(peer), tag_(tag) {}
 
 bool KvChunkInbox::advance(Communicator& comm, std::span<const std::span<std::byte>> blocks) {
-  bool moved = post(comm, blocks);
-  while (!in_flight_.empty() && in_flight_.front().work.test()) {
-    const int slot = in_flight_.front().slot;
-    in_flight_.pop_front();
-    if (slot >= 0) {
-      kv_unpack(chunks_[done_ % chunks_.size()], staging_.data(slot), layer_of(blocks, done_));
-      staging_.release(slot);
-      post(comm, blocks);  // the freed buffer takes the next chunk while this one's neighbours arrive
+  bool moved = false;
+  if (!posted_) {
+    for (std::size_t i = 0; i < total_; ++i) {
+      const auto layer = layer_blocks(blocks, i / chunks_.size(), blocks_per_layer_);
+      in_flight_.push_back(comm.irecvv(kv_chunk_runs(chunks_[i % chunks_.size()], layer, KvSide::kTarget), peer_, tag_));
     }
+    posted_ = moved = true;
+  }
+  while (!in_flight_.empty() && in_flight_.front().test()) {
+    in_flight_.pop_front();
     ++done_;
     moved = true;
   }

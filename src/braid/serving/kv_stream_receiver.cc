@@ -120,8 +120,7 @@ bool KvStreamReceiver::allocate_queued() {
   return moved;
 }
 
-// Posts the layers' receives into the request's blocks (as far as staging allows), then tells
-// the prefill rank to send.
+// Posts the layers' receives into the request's blocks, then tells the prefill rank to send.
 void KvStreamReceiver::grant(Request& r, Incoming& in, std::int64_t id) {
   in.inbox.emplace(kv_layer_chunks(r.plan, in.pair, chunk_bytes_to(comm_, spec_, in.peer)), r.plan.blocks,
                    spec_.layout.layers, in.peer, static_cast<int>(id));

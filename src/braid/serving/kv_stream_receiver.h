@@ -13,9 +13,8 @@
 // prefill rank has at most max_in_flight requests out); its prefill rank sends nothing until the
 // grant. The allocator is asked again on every pass, so freeing blocks lets the queue move.
 //
-// Each layer comes in messages of at most spec.chunk_bytes, received straight into the blocks
-// where they are adjacent and through a bounded staging buffer, unpacked on arrival, where they
-// are not (kv_chunk_pipeline.h).
+// Each layer comes in messages of at most spec.chunk_bytes, each received straight into the
+// blocks it belongs in, adjacent or not, as a scatter receive (kv_chunk_pipeline.h).
 //
 // Malformed headers (an id outside [0, 2^28), tokens outside [1, max_tokens], another decode
 // instance, an id already in flight from that rank, an unknown kind) are refused: the prefill

@@ -119,7 +119,7 @@ void KvStreamSender::make_outboxes(Request& r) {
 }
 
 // Posts what the ready layers allow and completes sends; every pair's outbox in turn, so one
-// pair's staging never holds up another's.
+// pair's in-flight bound never holds up another's.
 bool KvStreamSender::send_ready_layers(Request& r) {
   if (r.outboxes.empty()) make_outboxes(r);
   bool moved = false;

@@ -1,9 +1,8 @@
 // The prefill side of a KV-cache stream (kv_stream_spec.h has the roles and the protocol): a
 // prefill rank submits a request, says when each layer's K/V are written (layer_ready), and each
 // layer's segments go out at once (if its decode rank has granted the request), so layer i is on
-// the wire while layer i + 1 computes. A layer goes in messages of at most spec.chunk_bytes: sent
-// straight from the caller's blocks where they are adjacent, packed into a bounded staging
-// buffer where they are not (kv_chunk_pipeline.h).
+// the wire while layer i + 1 computes. A layer goes in messages of at most spec.chunk_bytes, each
+// sent straight from the caller's blocks, adjacent or not, as a gather send (kv_chunk_pipeline.h).
 //
 //   KvStreamSender sender(comm, spec);                  // collective over comm (the layout agreed)
 //   sender.submit(id, tokens, /*decode_instance=*/0, blocks);   // blocks: layers x blocks spans

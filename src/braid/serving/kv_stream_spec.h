@@ -11,8 +11,8 @@
 //      queue (bounded: at most max_in_flight headers per prefill rank).
 //   3. prefill -> decode, data tag of id: the plan's segments, layer by layer, block by block, in
 //      messages of at most chunk_bytes (kv_transfer_chunks.h): each side moves a message straight
-//      from (into) its blocks where they hold it contiguously and packs (unpacks) it through a
-//      bounded staging buffer otherwise (kv_chunk_pipeline.h). chunk_bytes 0: one per segment.
+//      from (into) its blocks as a gather send (scatter receive) of its runs there
+//      (kv_chunk_pipeline.h). chunk_bytes 0: one per segment.
 //   4. decode -> prefill, grant tag of id: {kArrived, id}: every layer is in the decode rank's
 //      blocks. Only then is the request finished on the prefill side (a completed send only means
 //      the bytes left), and the pending receive is what notices a decode rank that dies.
@@ -42,9 +42,10 @@ struct KvStreamSpec {
   std::int64_t max_tokens = 4096; // the context: a request's tokens in [1, max_tokens]
   int max_in_flight = 4;          // requests one prefill rank has submitted and not finished
   // The most bytes of one layer of one (prefill, decode) pair per message on a TCP link; 0: one
-  // message per block segment. Over shared memory a message costs little and packing costs two
-  // copies, so shm links keep one message per segment unless pack_shm. Both defaults were
-  // measured (docs/performance.md, "KV transfer packed").
+  // message per block segment. Over shared memory a message costs little and large ones stream
+  // slower (the poll loop sleeps while one is half-way through the ring), so shm links keep one
+  // message per segment unless pack_shm. Both defaults were measured (docs/performance.md, "KV
+  // transfer packed" and "KV transfer gathered").
   std::int64_t chunk_bytes = kDefaultKvChunkBytes;
   bool pack_shm = false;
 

@@ -1,7 +1,6 @@
 #include "braid/serving/kv_transfer_chunks.h"
 
 #include <algorithm>
-#include <cstring>
 
 namespace braid::serving {
 namespace {
@@ -11,19 +10,18 @@ std::int64_t side_offset(const KvSegment& s, KvSide side) {
 }
 
 template <typename Byte>
-Byte* contiguous(const KvChunk& chunk, std::span<const std::span<Byte>> layer_blocks, KvSide side) {
-  Byte* start = nullptr;
-  Byte* end = nullptr;
+std::vector<std::span<Byte>> runs(const KvChunk& chunk, std::span<const std::span<Byte>> layer_blocks, KvSide side) {
+  std::vector<std::span<Byte>> out;
   for (const KvChunkPiece& p : chunk.pieces) {
     Byte* at = layer_blocks[static_cast<std::size_t>(p.block)].data() + side_offset(p.segment, side);
-    if (start == nullptr) {
-      start = at;
-    } else if (at != end) {
-      return nullptr;
+    const auto bytes = static_cast<std::size_t>(p.segment.bytes);
+    if (!out.empty() && out.back().data() + out.back().size() == at) {
+      out.back() = {out.back().data(), out.back().size() + bytes};
+    } else {
+      out.emplace_back(at, bytes);
     }
-    end = at + p.segment.bytes;
   }
-  return start;
+  return out;
 }
 
 }  // namespace
@@ -42,35 +40,15 @@ std::vector<KvChunk> kv_layer_chunks(const KvTransferPlan& plan, const KvTransfe
   return chunks;
 }
 
-std::int64_t kv_largest_chunk(const std::vector<KvChunk>& chunks) {
-  std::int64_t most = 0;
-  for (const KvChunk& c : chunks) most = std::max(most, c.bytes);
-  return most;
+std::vector<std::span<const std::byte>> kv_chunk_runs(const KvChunk& chunk,
+                                                      std::span<const std::span<const std::byte>> layer_blocks,
+                                                      KvSide side) {
+  return runs(chunk, layer_blocks, side);
 }
 
-const std::byte* kv_chunk_contiguous(const KvChunk& chunk, std::span<const std::span<const std::byte>> layer_blocks,
-                                     KvSide side) {
-  return contiguous(chunk, layer_blocks, side);
-}
-
-std::byte* kv_chunk_contiguous(const KvChunk& chunk, std::span<const std::span<std::byte>> layer_blocks, KvSide side) {
-  return contiguous(chunk, layer_blocks, side);
-}
-
-void kv_pack(const KvChunk& chunk, std::span<const std::span<const std::byte>> layer_blocks, std::byte* staging) {
-  for (const KvChunkPiece& p : chunk.pieces) {
-    const std::byte* from = layer_blocks[static_cast<std::size_t>(p.block)].data() + p.segment.source_offset;
-    std::memcpy(staging, from, static_cast<std::size_t>(p.segment.bytes));
-    staging += p.segment.bytes;
-  }
-}
-
-void kv_unpack(const KvChunk& chunk, const std::byte* staging, std::span<const std::span<std::byte>> layer_blocks) {
-  for (const KvChunkPiece& p : chunk.pieces) {
-    std::byte* to = layer_blocks[static_cast<std::size_t>(p.block)].data() + p.segment.target_offset;
-    std::memcpy(to, staging, static_cast<std::size_t>(p.segment.bytes));
-    staging += p.segment.bytes;
-  }
+std::vector<std::span<std::byte>> kv_chunk_runs(const KvChunk& chunk, std::span<const std::span<std::byte>> layer_blocks,
+                                                KvSide side) {
+  return runs(chunk, layer_blocks, side);
 }
 
 }  // namespace braid::serving

@@ -1,7 +1,8 @@
 // The chunking of a layer against the plan's segments (every segment once, in block order, no
 // chunk over the size unless a segment alone is), for chunk sizes that divide a layer, that do
-// not, that are smaller than a segment, and 0; and pack / unpack through staging against a
-// direct copy of every head slice, with blocks scattered and adjacent, for 1->2, 2->1, 2->4.
+// not, that are smaller than a segment, and 0; and each side's runs (what a gather send reads
+// and a scatter receive writes) against a direct copy of every head slice, with blocks
+// scattered and adjacent, for 1->2, 2->1, 2->4.
 #include "braid/serving/kv_transfer_chunks.h"
 
 #include <gtest/gtest.h>
@@ -69,16 +70,18 @@ struct Blocks {
   std::vector<std::span<const std::byte>> const_spans() const { return {spans.begin(), spans.end()}; }
 };
 
-void expect_packed_equals_direct(int p, int d, bool source_adjacent, bool target_adjacent, std::int64_t chunk_bytes) {
+// A chunk's source runs, read in order, then written in order into its target runs, move
+// exactly what copying every segment of every block directly would.
+void expect_runs_equal_direct(int p, int d, bool source_adjacent, bool target_adjacent, std::int64_t chunk_bytes) {
   const KvTransferPlan plan = make_kv_transfer_plan(kLayout, /*tokens=*/29, p, d);
   for (const KvTransferPair& pair : plan.pairs) {
     const Blocks source(plan.blocks, kLayout.block_bytes(plan.prefill_heads()), source_adjacent, 1);
-    Blocks packed(plan.blocks, kLayout.block_bytes(plan.decode_heads()), target_adjacent, 2);
-    Blocks direct = packed;
+    Blocks moved(plan.blocks, kLayout.block_bytes(plan.decode_heads()), target_adjacent, 2);
+    Blocks direct = moved;
     direct.spans.clear();
     for (std::int64_t b = 0; b < plan.blocks; ++b) {
-      direct.spans.push_back({direct.storage.data() + (packed.spans[static_cast<std::size_t>(b)].data() - packed.storage.data()),
-                              packed.spans[static_cast<std::size_t>(b)].size()});
+      direct.spans.push_back({direct.storage.data() + (moved.spans[static_cast<std::size_t>(b)].data() - moved.storage.data()),
+                              moved.spans[static_cast<std::size_t>(b)].size()});
       for (const KvSegment& s : plan.segments(pair)) {
         std::memcpy(direct.spans[static_cast<std::size_t>(b)].data() + s.target_offset,
                     source.spans[static_cast<std::size_t>(b)].data() + s.source_offset, static_cast<std::size_t>(s.bytes));
@@ -86,31 +89,32 @@ void expect_packed_equals_direct(int p, int d, bool source_adjacent, bool target
     }
     const auto from = source.const_spans();
     for (const KvChunk& c : kv_layer_chunks(plan, pair, chunk_bytes)) {
-      std::vector<std::byte> staging(static_cast<std::size_t>(c.bytes));
-      const std::byte* contiguous = kv_chunk_contiguous(c, from, KvSide::kSource);
-      if (contiguous != nullptr) {
-        std::memcpy(staging.data(), contiguous, staging.size());
-      } else {
-        kv_pack(c, from, staging.data());
+      std::vector<std::byte> wire;
+      for (std::span<const std::byte> run : kv_chunk_runs(c, from, KvSide::kSource)) wire.insert(wire.end(), run.begin(), run.end());
+      ASSERT_EQ(static_cast<std::int64_t>(wire.size()), c.bytes);
+      std::size_t at = 0;
+      for (std::span<std::byte> run : kv_chunk_runs(c, std::span<const std::span<std::byte>>(moved.spans), KvSide::kTarget)) {
+        std::memcpy(run.data(), wire.data() + at, run.size());
+        at += run.size();
       }
-      kv_unpack(c, staging.data(), packed.spans);
+      ASSERT_EQ(at, wire.size());
     }
-    EXPECT_EQ(packed.storage, direct.storage) << p << "->" << d << " pair " << pair.prefill_rank << "->"
-                                              << pair.decode_rank << " chunk " << chunk_bytes;
+    EXPECT_EQ(moved.storage, direct.storage) << p << "->" << d << " pair " << pair.prefill_rank << "->"
+                                             << pair.decode_rank << " chunk " << chunk_bytes;
   }
 }
 
-TEST(KvTransferChunks, PackAndUnpackMoveEveryHeadSliceLikeADirectCopy) {
+TEST(KvTransferChunks, RunsMoveEveryHeadSliceLikeADirectCopy) {
   for (const auto& [p, d] : {std::pair{1, 2}, std::pair{2, 1}, std::pair{2, 4}, std::pair{1, 1}}) {
     for (const bool source_adjacent : {false, true}) {
       for (const bool target_adjacent : {false, true}) {
-        for (const std::int64_t chunk : {0, 700, 3072, 1 << 20}) expect_packed_equals_direct(p, d, source_adjacent, target_adjacent, chunk);
+        for (const std::int64_t chunk : {0, 700, 3072, 1 << 20}) expect_runs_equal_direct(p, d, source_adjacent, target_adjacent, chunk);
       }
     }
   }
 }
 
-TEST(KvTransferChunks, ContiguousOnlyWhereThePiecesFollowEachOther) {
+TEST(KvTransferChunks, OneRunOnlyWhereThePiecesFollowEachOther) {
   const KvTransferPlan same = make_kv_transfer_plan(kLayout, 16, 1, 1);   // whole blocks: one segment each
   const KvTransferPlan split = make_kv_transfer_plan(kLayout, 16, 1, 2);  // K and V halves of each block
   for (const bool adjacent : {false, true}) {
@@ -118,14 +122,15 @@ TEST(KvTransferChunks, ContiguousOnlyWhereThePiecesFollowEachOther) {
     const auto spans = blocks.const_spans();
     const auto whole = kv_layer_chunks(same, same.pairs[0], 4096);
     ASSERT_EQ(whole.size(), 1u);
-    EXPECT_EQ(kv_chunk_contiguous(whole[0], spans, KvSide::kSource) != nullptr, adjacent);
-    EXPECT_EQ(kv_chunk_contiguous(whole[0], spans, KvSide::kTarget) != nullptr, adjacent);
-    // The decode side of 1->2 holds whole blocks of 2 heads: its side of a chunk is contiguous
-    // when its blocks are, the prefill side's (K slice, then V slice of every block) never is.
+    EXPECT_EQ(kv_chunk_runs(whole[0], spans, KvSide::kSource).size() == 1, adjacent);
+    EXPECT_EQ(kv_chunk_runs(whole[0], spans, KvSide::kTarget).size() == 1, adjacent);
+    // The decode side of 1->2 holds whole blocks of 2 heads: its side of a chunk is one run
+    // when its blocks are adjacent, the prefill side's (K slice, then V slice of every block)
+    // is never one.
     const auto halves = kv_layer_chunks(split, split.pairs[0], 4096);
     const Blocks target(split.blocks, kLayout.block_bytes(2), adjacent, 0);
-    EXPECT_EQ(kv_chunk_contiguous(halves[0], spans, KvSide::kSource), nullptr);
-    EXPECT_EQ(kv_chunk_contiguous(halves[0], std::span<const std::span<std::byte>>(target.spans), KvSide::kTarget) != nullptr,
+    EXPECT_GT(kv_chunk_runs(halves[0], spans, KvSide::kSource).size(), 1u);
+    EXPECT_EQ(kv_chunk_runs(halves[0], std::span<const std::span<std::byte>>(target.spans), KvSide::kTarget).size() == 1,
               adjacent);
   }
 }
