@@ -66,9 +66,12 @@ TEST(BraidRunFailure, RankKilledBySignalIsNamed) {
 // the fault matrix, where a survivor's exit was often reaped before the killed victim).
 TEST(BraidRunFailure, RankKilledWhileTheJobStopsIsNamedAsWell) {
   TempDir dir;
+  // Rank 1 kills itself when braid-run's SIGTERM arrives, so the job has certainly begun
+  // stopping (it killed itself on a file rank 0 wrote before exiting: under load that could
+  // come before braid-run saw rank 0's exit, and rank 1 was then the first failure).
   const std::string script =
-      "if [ $BRAID_RANK = 1 ]; then trap '' TERM; touch $D/ready; while [ ! -e $D/failed ]; do sleep 0.05; done; "
-      "kill -9 $$; fi; while [ ! -e $D/ready ]; do sleep 0.05; done; touch $D/failed; exit 3";
+      "if [ $BRAID_RANK = 1 ]; then trap 'kill -9 $$' TERM; touch $D/ready; while true; do sleep 0.05; done; fi; "
+      "while [ ! -e $D/ready ]; do sleep 0.05; done; exit 3";
   ProcessResult r = run_braid({"--grace", "20", "--env", "D=" + dir.path(), "-n", "2", "sh", "-c", script});
   EXPECT_EQ(r.exit_code, 3) << r.err;
   EXPECT_THAT(r.err, HasSubstr("rank 0 (pid "));
