@@ -204,15 +204,19 @@ Work Communicator::irecv(void* data, std::int64_t count, DType dtype, int peer, 
   return post(false, data, key, envelope, peer);
 }
 
-Work Communicator::post_pieces(bool is_send, std::span<const std::span<std::byte>> pieces, int peer, int tag) {
-  const char* op = is_send ? "send" : "recv";
-  checked_bytes(nullptr, 0, DType::kU8, peer, tag, op);  // the peer and the tag
-  ErrorContext ctx{.rank = rank_, .peer = peer, .op = op};
+namespace {
+
+// isendv / irecvv's pieces as the transport takes them: empty ones dropped, null memory and
+// an overflowing byte count refused; `bytes` gets their sum. The transport never writes a
+// send's memory: a send's const is shed only because one piece type serves both.
+template <typename Byte>
+std::vector<BufferPiece> checked_pieces(std::span<const std::span<Byte>> pieces, const ErrorContext& ctx,
+                                        std::uint64_t& bytes) {
   std::vector<BufferPiece> checked;
   checked.reserve(pieces.size());
-  std::uint64_t bytes = 0;
+  bytes = 0;
   for (std::size_t i = 0; i < pieces.size(); ++i) {
-    const std::span<std::byte> piece = pieces[i];
+    const std::span<Byte> piece = pieces[i];
     if (piece.empty()) continue;
     if (piece.data() == nullptr) {
       throw InvalidArgument(ctx, fmt::format("piece {} of {} is null with {} bytes", i, pieces.size(), piece.size()));
@@ -221,26 +225,34 @@ Work Communicator::post_pieces(bool is_send, std::span<const std::span<std::byte
       throw InvalidArgument(ctx, fmt::format("the byte count of {} pieces overflows", pieces.size()));
     }
     bytes += piece.size();
-    checked.push_back({piece.data(), piece.size()});
+    checked.push_back({const_cast<std::byte*>(piece.data()), piece.size()});
   }
+  return checked;
+}
+
+}  // namespace
+
+Work Communicator::post_pieces(bool is_send, std::vector<BufferPiece> pieces, std::uint64_t bytes, int peer, int tag) {
   if (is_send) world_->fabric->fault_point(OpKind::kSendRecv);
   Envelope envelope{.op = OpKind::kSendRecv, .seq = is_send ? next_send_seq_++ : kAnySeq, .dtype = DType::kU8, .bytes = bytes};
   MatchKey key{.comm_id = id_, .channel = Channel::kUser, .tag = static_cast<std::uint32_t>(tag)};
   std::shared_ptr<Request> request = make_request(is_send, nullptr, key, envelope, peer);
-  request->pieces = std::move(checked);
+  request->pieces = std::move(pieces);
   return submit(std::move(request));
 }
 
 Work Communicator::isendv(std::span<const std::span<const std::byte>> pieces, int peer, int tag) {
-  // The transport never writes a send's memory: the const is shed only to share one checking path.
-  std::vector<std::span<std::byte>> writable;
-  writable.reserve(pieces.size());
-  for (std::span<const std::byte> piece : pieces) writable.emplace_back(const_cast<std::byte*>(piece.data()), piece.size());
-  return post_pieces(true, writable, peer, tag);
+  checked_bytes(nullptr, 0, DType::kU8, peer, tag, "send");  // the peer and the tag
+  std::uint64_t bytes = 0;
+  std::vector<BufferPiece> checked = checked_pieces(pieces, {.rank = rank_, .peer = peer, .op = "send"}, bytes);
+  return post_pieces(true, std::move(checked), bytes, peer, tag);
 }
 
 Work Communicator::irecvv(std::span<const std::span<std::byte>> pieces, int peer, int tag) {
-  return post_pieces(false, pieces, peer, tag);
+  checked_bytes(nullptr, 0, DType::kU8, peer, tag, "recv");  // the peer and the tag
+  std::uint64_t bytes = 0;
+  std::vector<BufferPiece> checked = checked_pieces(pieces, {.rank = rank_, .peer = peer, .op = "recv"}, bytes);
+  return post_pieces(false, std::move(checked), bytes, peer, tag);
 }
 
 AnySourceRecv Communicator::irecv_any_source(void* data, std::int64_t count, DType dtype, int tag) {

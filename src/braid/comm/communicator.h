@@ -48,6 +48,7 @@ namespace braid {
 class CommAttachment;
 class KeyValueStore;
 class ScratchBuffer;
+struct BufferPiece;
 struct Envelope;
 struct MatchKey;
 struct Request;
@@ -144,8 +145,8 @@ class Communicator {
   Work post(bool is_send, void* data, const MatchKey& key, const Envelope& envelope, int peer) {
     return submit(make_request(is_send, data, key, envelope, peer));
   }
-  // isendv / irecvv: the pieces, checked (the peer, the tag, null memory, an overflowing count).
-  Work post_pieces(bool is_send, std::span<const std::span<std::byte>> pieces, int peer, int tag);
+  // isendv / irecvv once their pieces are checked: one kU8 message of `bytes`.
+  Work post_pieces(bool is_send, std::vector<BufferPiece> pieces, std::uint64_t bytes, int peer, int tag);
   std::uint64_t checked_bytes(const void* data, std::int64_t count, DType dtype, int peer, int tag, const char* op) const;
   // See detail::CollectiveAccess for these.
   Work post_collective_send(const void* data, const Envelope& envelope, int peer);
