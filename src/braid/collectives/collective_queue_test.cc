@@ -1,6 +1,7 @@
 // The collective queue without processes: tasks stand in for collectives. Checks submission
 // order, delivery of a task's exception through its Work, draining (by drain(), by the
-// destructor, and not by the worker itself), and the non-fatal wait(timeout).
+// destructor, and not from inside a task), the non-fatal wait(timeout), and waiters that run
+// their own tasks (Note [The waiter runs its task]) alongside the worker.
 #include "braid/collectives/collective_queue.h"
 
 #include <atomic>
@@ -28,7 +29,8 @@ TEST(CollectiveQueueTest, RunsTasksInSubmissionOrderOnOneOtherThread) {
       threads.push_back(std::this_thread::get_id());
     }));
   }
-  for (auto it = works.rbegin(); it != works.rend(); ++it) it->wait();  // any order
+  // With a timeout: a plain wait() may run the task on this thread (tested below).
+  for (auto it = works.rbegin(); it != works.rend(); ++it) it->wait(Seconds(30));  // any order
   queue.drain();
   ASSERT_EQ(order.size(), 50u);
   for (int i = 0; i < 50; ++i) EXPECT_EQ(order[static_cast<std::size_t>(i)], i);
@@ -99,7 +101,85 @@ TEST(CollectiveQueueTest, DestructorRunsWhatIsStillQueued) {
     }
   }
   EXPECT_EQ(done, 5);
-  for (auto& w : works) EXPECT_TRUE(w.completed());
+  for (auto& w : works) {
+    EXPECT_TRUE(w.completed());
+    w.wait();  // the queue is gone: nothing to run, and nothing touched
+  }
+}
+
+// A synchronous call, as dist.all_reduce(t) makes one: submit, then wait at once. When the
+// worker has not taken the task yet, the waiter runs it; which of the two gets there first is
+// the scheduler's choice, so the loop goes on until the waiter has run some (a worker that won
+// every one of 2,000 races would mean the waiter never runs anything). Each task also calls
+// before_collective(), as a queued collective does: from the waiter it must not wait for itself.
+TEST(CollectiveQueueTest, AWaiterRunsTheTaskTheWorkerHasNotStarted) {
+  CollectiveQueue queue;
+  std::vector<int> order;  // written by one task at a time
+  int on_waiter = 0;
+  int submitted = 0;
+  const auto self = std::this_thread::get_id();
+  while (submitted < 2000 && on_waiter < 20) {
+    std::thread::id ran_on;
+    const int i = submitted++;
+    Work work = queue.submit(context("allreduce"), [&, i] {
+      queue.before_collective();
+      order.push_back(i);
+      ran_on = std::this_thread::get_id();
+    });
+    work.wait();
+    if (ran_on == self) ++on_waiter;
+  }
+  EXPECT_GT(on_waiter, 0) << "the waiter ran none of " << submitted << " tasks";
+  ASSERT_EQ(order.size(), static_cast<std::size_t>(submitted));
+  for (int i = 0; i < submitted; ++i) EXPECT_EQ(order[static_cast<std::size_t>(i)], i);
+  EXPECT_FALSE(queue.busy());
+}
+
+// Waiters on several threads and the worker share the queue: every task runs exactly once, one
+// at a time, in submission order, and each waiter's task is done when its wait returns.
+TEST(CollectiveQueueTest, WaitersAndTheWorkerRunEachTaskOnceInOrder) {
+  CollectiveQueue queue;
+  constexpr int kTasks = 400;
+  std::vector<int> order;
+  std::atomic<int> running{0};
+  std::atomic<bool> overlapped{false};
+  std::vector<Work> works;
+  std::vector<std::atomic<bool>> done(kTasks);
+  for (int i = 0; i < kTasks; ++i) {
+    works.push_back(queue.submit(context("allreduce"), [&, i] {
+      if (running.fetch_add(1) != 0) overlapped = true;
+      order.push_back(i);
+      done[static_cast<std::size_t>(i)] = true;
+      running.fetch_sub(1);
+    }));
+  }
+  std::vector<std::thread> waiters;
+  for (int t = 0; t < 3; ++t) {
+    waiters.emplace_back([&, t] {
+      for (int i = kTasks - 1 - t; i >= 0; i -= 3) {
+        works[static_cast<std::size_t>(i)].wait();
+        EXPECT_TRUE(done[static_cast<std::size_t>(i)]);
+      }
+    });
+  }
+  for (auto& w : waiters) w.join();
+  queue.drain();
+  EXPECT_FALSE(overlapped);
+  ASSERT_EQ(order.size(), static_cast<std::size_t>(kTasks));
+  for (int i = 0; i < kTasks; ++i) EXPECT_EQ(order[static_cast<std::size_t>(i)], i);
+}
+
+// A task's error reaches the waiter that ran it, and the tasks after it still run.
+TEST(CollectiveQueueTest, AnErrorReachesAWaiterThatRanTheTask) {
+  CollectiveQueue queue;
+  for (int i = 0; i < 50; ++i) {
+    Work failing = queue.submit(context("allgather"), [] { throw Mismatch({.rank = 0, .op = "allgather"}, "differ"); });
+    EXPECT_THROW(failing.wait(), Mismatch);
+    EXPECT_THROW(failing.wait(), Mismatch);  // every time
+  }
+  std::atomic<bool> later_ran{false};
+  queue.submit(context("barrier"), [&] { later_ran = true; }).wait();
+  EXPECT_TRUE(later_ran);
 }
 
 TEST(CollectiveQueueTest, UnusedQueueDrainsAtOnce) {

@@ -20,6 +20,7 @@ void TaskWorkState::rethrow_if_failed() const {
 }
 
 void TaskWorkState::wait(std::optional<Seconds> timeout) {
+  if (!timeout && run_here_ && !completed()) run_here_();
   MutexLock lock(mu_);
   auto is_done = [&] { return done_.load(std::memory_order_relaxed); };
   if (!timeout) {

@@ -20,7 +20,9 @@
 //   uses BRAID_TIMEOUT; a timeout is fatal, as for every blocking call: it poisons the
 //   communicator (the byte streams to the peer are no longer known to be in step).
 // - A queued task (the non-blocking collectives, collectives/async_collectives.h): a
-//   background thread runs it; wait() sleeps until it is done. A wait(timeout) that expires
+//   background thread runs it; wait() sleeps until it is done, or, when the background
+//   thread has not started it yet, runs it (and what was queued before it) on the calling
+//   thread, as the faster way to the same result. A wait(timeout) that expires
 //   leaves the operation running, and a later wait() can still collect it. A wait without a
 //   timeout needs none of its own: the task's communication is bounded by BRAID_TIMEOUT per
 //   operation, and ops queued behind a failed one fail at once (the communicator is poisoned).

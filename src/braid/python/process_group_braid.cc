@@ -30,7 +30,8 @@ ProcessGroupBraid::~ProcessGroupBraid() {
 c10::intrusive_ptr<c10d::Work> ProcessGroupBraid::enqueue(c10d::OpType type, const char* op,
                                                           std::vector<at::Tensor> outputs, std::function<void()> body) {
   auto work = c10::make_intrusive<QueuedWork>(rank_, type, std::move(outputs));
-  detail::CollectiveAccess(comm_).attachment<CollectiveQueue>().submit(context(op), [work, body = std::move(body)] {
+  auto& queue = detail::CollectiveAccess(comm_).attachment<CollectiveQueue>();
+  work->set_task(queue.submit(context(op), [work, body = std::move(body)] {
     // Copying results back into a leaf that requires grad (a parameter) is an update, not a
     // step of the graph: allowed, and not recorded, as in an optimizer's step.
     const at::NoGradGuard no_grad;
@@ -41,7 +42,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupBraid::enqueue(c10d::OpType type, con
       return;
     }
     work->complete(nullptr);
-  });
+  }));
   return work;
 }
 

@@ -23,6 +23,13 @@ void QueuedWork::complete(std::exception_ptr error) {
   }
 }
 
+bool QueuedWork::wait(std::chrono::milliseconds timeout) {
+  // The task never throws (it hands its error to complete()), so this only runs it here when
+  // the worker has not, or waits for it; c10d's wait then rethrows the op's error.
+  if (timeout == kNoTimeout) task_.wait();
+  return c10d::Work::wait(timeout);
+}
+
 PointToPointWork::PointToPointWork(int rank, c10d::OpType type, braid::Work transfer, Staged staged,
                                    std::function<int()> source)
     : c10d::Work(rank, type),

@@ -6,6 +6,9 @@
 // (collectives/collective_queue.h). The task calls complete() once, from the worker: it
 // finishes the Work and then the future, so the future's callbacks (DDP's bucket copy-back,
 // a comm hook's continuation) run on braid's worker, as Gloo runs them on its own thread.
+// A wait() without a timeout on an op the worker has not started runs it on the waiting
+// thread instead (collective_queue.h, Note [The waiter runs its task]): dist.all_reduce(t)
+// without async_op is such a wait, and so pays no thread hand-off.
 //
 // PointToPointWork: a send or receive, a transport request driven by whoever waits on it
 // (braid's caller-driven progress): wait() drives it and completes the future; isCompleted()
@@ -39,8 +42,12 @@ class QueuedWork final : public c10d::Work {
  public:
   QueuedWork(int rank, c10d::OpType type, std::vector<at::Tensor> outputs);
 
-  // Called once, on the worker, when the op has finished; `error` may be null.
+  // Called once, where the op ran, when it has finished; `error` may be null.
   void complete(std::exception_ptr error);
+  // The queued task that calls complete(). REQUIRES: called once, before the Work is returned.
+  void set_task(braid::Work task) { task_ = std::move(task); }
+
+  bool wait(std::chrono::milliseconds timeout) override;
 
   std::vector<at::Tensor> result() override { return outputs_; }
   c10::intrusive_ptr<c10::ivalue::Future> getFuture() override { return future_; }
@@ -48,6 +55,7 @@ class QueuedWork final : public c10d::Work {
  private:
   std::vector<at::Tensor> outputs_;
   c10::intrusive_ptr<c10::ivalue::Future> future_;
+  braid::Work task_;
 };
 
 class PointToPointWork final : public c10d::Work {
