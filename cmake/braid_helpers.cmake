@@ -75,12 +75,14 @@ function(braid_tool)
 endfunction()
 
 # braid_test(NAME base_error_test SOURCES error_test.cc DEPS braid::base [LABELS unit] [TIMEOUT s]
-#            [COST s])
+#            [COST s] [GTEST_PCH_LIKE library])
 # A GoogleTest executable whose cases are registered with CTest one by one. COST, the seconds a
 # case typically takes, lets ctest start the long suites first in a fresh build tree (it has no
 # recorded timings there and would otherwise run in definition order, leaving a long tail).
+# GTEST_PCH_LIKE: the precompiled GoogleTest header made with that library's flags
+# (cmake/braid_gtest_pch.cmake).
 function(braid_test)
-  cmake_parse_arguments(ARG "" "NAME;TIMEOUT;COST" "SOURCES;DEPS;LABELS" ${ARGN})
+  cmake_parse_arguments(ARG "" "NAME;TIMEOUT;COST;GTEST_PCH_LIKE" "SOURCES;DEPS;LABELS" ${ARGN})
   if(NOT BRAID_BUILD_TESTS)
     return()
   endif()
@@ -100,6 +102,11 @@ function(braid_test)
     BRAID_BIN_DIR="${PROJECT_BINARY_DIR}/bin"
     BRAID_TEST_BIN_DIR="${PROJECT_BINARY_DIR}/tests"
     BRAID_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
+  if(ARG_GTEST_PCH_LIKE)
+    braid_use_gtest_pch(${ARG_NAME} LIKE ${ARG_GTEST_PCH_LIKE})  # cmake/braid_gtest_pch.cmake
+  else()
+    braid_use_gtest_pch(${ARG_NAME})
+  endif()
   gtest_discover_tests(${ARG_NAME}
     TEST_PREFIX "${ARG_NAME}."
     DISCOVERY_TIMEOUT 60

@@ -24,7 +24,9 @@ function(braid_use_torch_pch target)
       target_link_libraries(braid_torch_executable_pch PRIVATE braid::torch)  # LibTorch's flags
       target_precompile_headers(braid_torch_executable_pch PRIVATE <torch/torch.h>)
     endif()
-    target_precompile_headers(${target} REUSE_FROM braid_torch_executable_pch)
+    # Set, not added: it replaces a test's GoogleTest header (cmake/braid_gtest_pch.cmake).
+    set_target_properties(${target} PROPERTIES PRECOMPILE_HEADERS_REUSE_FROM braid_torch_executable_pch)
+    add_dependencies(${target} braid_torch_executable_pch)
     target_compile_options(${target} PRIVATE -Winvalid-pch)  # a refused header is a warning, not silence
   else()
     get_property(owner GLOBAL PROPERTY BRAID_TORCH_PCH_LIBRARY_OWNER)

@@ -4,7 +4,10 @@
 # collective queue, the transports and the communicator under ThreadSanitizer. Any sanitizer
 # report fails the lane, also one from a rank process whose test expected it to fail anyway.
 #
-#   scripts/sanitizers.sh [asan|tsan|all]      (default all)
+#   scripts/sanitizers.sh [asan|tsan|all] [build]      (default all)
+#
+# `build` only builds the lanes' trees (scripts/test.sh does that at idle priority while the
+# main tree's tests run, then calls this script again for the tests, whose build is then done).
 #
 # Trees: ./build-asan and ./build-tsan (clang -O1 with line tables: a third of gcc -O2 -g's
 # compile time under ASan, measured; LibTorch and benchmarks off), configured on the first run,
@@ -14,6 +17,7 @@ set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 lanes=${1:-all}
+phase=${2:-test}
 jobs=${CMAKE_BUILD_PARALLEL_LEVEL:-2}
 
 die() {
@@ -36,6 +40,11 @@ configure() {
     { cat "$tree/configure.log" >&2; die "configuring $tree failed"; }
 }
 
+case $phase in
+  build | test) ;;
+  *) die "unknown phase '$phase' (build, or nothing for build and test)" ;;
+esac
+
 # run_lane NAME TREE SANITIZER TEST_REGEX EXCLUDE_REGEX TARGET...
 # Every process writes its reports to TREE/reports/<sanitizer>.<pid>; the lane fails if any exists.
 run_lane() {
@@ -44,6 +53,10 @@ run_lane() {
   local started=$SECONDS
   configure "$tree" "$sanitizer"
   cmake --build "$tree" -j "$jobs" --target "$@" || die "$name: the build failed"
+  if [[ $phase == build ]]; then
+    echo "sanitizers: $name built ($((SECONDS - started)) s)"
+    return
+  fi
   local reports=$tree/reports
   rm -rf "$reports" && mkdir -p "$reports"
   local status=0
