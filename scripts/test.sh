@@ -2,9 +2,9 @@
 # Sets up, builds and runs the whole test suite (unit, multi-process, launcher, packaging), then
 # the sanitizer lanes (multi-process suites under ASan+UBSan, threaded unit suites under TSan:
 # ./build-asan, ./build-tsan; docs/reliability.md). Both lanes are clang trees compiled with the
-# thread-safety analysis as errors, and the ASan one builds every library, so they are also the
-# analysis pass (scripts/thread_safety.sh alone: the libraries only). Arguments go to ctest and
-# skip the lanes (the caller picks tests).
+# thread-safety analysis as errors, over every library that takes a lock, so they are also the
+# analysis pass (scripts/thread_safety.sh alone: every library). Arguments go to ctest and skip
+# the lanes (the caller picks tests).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
