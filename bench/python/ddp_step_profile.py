@@ -5,8 +5,10 @@ bench/python/ddp_vs_gloo.py's ratio.
         [--hook powersgd:4]
 
 Same model, data and threads as ddp_vs_gloo.py (the Fashion-MNIST MLP, 64 samples per rank a
-step, one torch thread per rank). Three runs alternate within every round, so all see the
-same machine: the bare model (no DDP: the compute bound), DDP on "braid" and DDP on gloo.
+step, one torch thread per rank). Four runs alternate within every round, so all see the
+same machine: the bare model (no DDP: the compute bound), DDP with a comm hook that
+communicates nothing (DDP's own cost: bucket copies, autograd hooks, futures), DDP on "braid"
+and DDP on gloo.
 Each step is cut at four instants:
 
     forward  start .. loss computed
@@ -63,6 +65,13 @@ class Run:
                     self.times[phase].append(v * 1e3)
 
 
+def pass_through(state, bucket):
+    """A comm hook that communicates nothing: DDP's own cost (bucket copies, hooks, futures)."""
+    fut = torch.futures.Future()
+    fut.set_result(bucket.buffer())
+    return fut
+
+
 def bucket_sizes(module_builder, group, x, y):
     """The element counts of DDP's buckets after its rebuild (a pass-through hook sees them)."""
     ddp = DDP(module_builder(), process_group=group)
@@ -70,9 +79,7 @@ def bucket_sizes(module_builder, group, x, y):
 
     def record(state, bucket):
         sizes.append((bucket.index(), bucket.buffer().numel()))
-        fut = torch.futures.Future()
-        fut.set_result(bucket.buffer())
-        return fut
+        return pass_through(state, bucket)
 
     ddp.register_comm_hook(None, record)
     for _ in range(3):
@@ -108,8 +115,10 @@ def main():
     runs = {}
     bare = model(args.model)
     runs["compute only"] = Run(bare, bare[1].weight, x, y)
-    for name, group in (("braid", None), ("gloo", gloo)):
+    for name, group in (("DDP, no comm", None), ("braid", None), ("gloo", gloo)):
         ddp = DDP(model(args.model), process_group=group)
+        if name == "DDP, no comm":
+            ddp.register_comm_hook(None, pass_through)
         if name == "braid" and args.hook:
             ddp.register_comm_hook(braid_hooks.CompressionHookState(ddp), braid_hooks.hook(args.hook))
         runs[name] = Run(ddp, ddp.module[1].weight, x, y)

@@ -17,7 +17,7 @@ namespace {
 
 constexpr std::array kBraidVariables{
     kRank,    kWorldSize, kLocalRank, kLocalWorldSize, kMasterAddr,  kMasterPort,    kJobToken, kJobId,
-    kTimeout, kPeerTimeout, kTransport, kTls, kTcpStreams, kTcpBufferBytes, kHostId,    kBindAddr,       kOwnCpu,      kSpinUs,      kShmRingBytes,  kShmChunkBytes, kShmSliceBytes, kKernels, kLogLevel,
+    kTimeout, kPeerTimeout, kTransport, kTls, kTcpStreams, kTcpBufferBytes, kHostId,    kBindAddr,       kOwnCpu,      kSpinUs,      kShmRingBytes,  kShmChunkBytes, kShmSliceBytes, kCrossMemory, kKernels, kLogLevel,
     kAlgoAllreduce, kAlgoAllgather, kAlgoReduceScatter, kAlgoBroadcast, kAlgoReduce, kAlgoGather, kAlgoScatter,
     kAlgoAlltoall, kAlgoAlltoallv, kFault, kTuningFile, kCompressHostStriped, kChecksum, kTrace, kBlasRestarted,
     kElastic, kElasticSettle, kElasticJoin,

@@ -98,6 +98,8 @@ inline constexpr Variable kShmChunkBytes{"BRAID_SHM_CHUNK_BYTES", "32768", "larg
     integer(4096, kGiB)};
 inline constexpr Variable kShmSliceBytes{"BRAID_SHM_SLICE_BYTES", "131072", "per-rank slice of one round of the shared-memory direct allreduce",
     integer(64, kGiB, 64)};
+inline constexpr Variable kCrossMemory{"BRAID_CROSS_MEMORY", "1", "1: shared-memory collectives on unregistered buffers read peers' memory with one copy (process_vm_readv) where the kernel allows it on every rank; 0: they stage through shared memory",
+    one_of("0|1")};
 inline constexpr Variable kKernels{"BRAID_KERNELS", "auto", "reduction kernels: auto (widest the CPU supports), scalar, avx2 or avx512",
     one_of("auto|scalar|avx2|avx512")};
 inline constexpr Variable kLogLevel{"BRAID_LOG_LEVEL", "warn", "error, warn, info or debug",

@@ -21,6 +21,8 @@ constexpr std::array kAlgorithms{
                    algorithms::allreduce_shm_direct_supports, /*reads_send=*/true},
     AlgorithmEntry{OpKind::kAllreduce, "two_shot", algorithms::allreduce_two_shot,
                    algorithms::allreduce_shm_direct_supports, /*reads_send=*/true},
+    AlgorithmEntry{OpKind::kAllreduce, "single_copy", algorithms::allreduce_single_copy,
+                   algorithms::allreduce_single_copy_supports, /*reads_send=*/true},
     AlgorithmEntry{OpKind::kAllreduce, "hierarchical", algorithms::allreduce_hierarchical,
                    algorithms::allreduce_hierarchical_supports},
     AlgorithmEntry{OpKind::kAllreduce, "host_striped", algorithms::allreduce_host_striped,

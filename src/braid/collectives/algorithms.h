@@ -27,12 +27,29 @@ void allreduce_one_shot(const CollectiveArgs& args);
 void allreduce_one_shot_on(const CollectiveArgs& args, ShmWorkspace& ws);  // shm_direct's small path
 // shm_direct's zero-copy path, once call `call` is posted and registered on every rank.
 void allreduce_registered_on(const CollectiveArgs& args, ShmWorkspace& ws, std::uint64_t call);
+// The shared-memory allreduce of shm_direct and single_copy (allreduce_shm_direct.cc): the
+// small path up to kSmallBytes, else the zero-copy path where every buffer is registered, else
+// (if `single_copy` and ShmWorkspace::single_copy()) the single-copy path, else the staged
+// rounds.
+void allreduce_on_host(const CollectiveArgs& args, bool single_copy);
+// allreduce_single_copy.cc: the peers' unregistered buffers read and written with one copy
+// (process_vm_readv / process_vm_writev) where every rank may (ShmWorkspace::single_copy);
+// staged otherwise. Supported where shm_direct is.
+void allreduce_single_copy(const CollectiveArgs& args);
+bool allreduce_single_copy_supports(const CollectiveArgs& args);
+void allreduce_single_copy_on(const CollectiveArgs& args, ShmWorkspace& ws, std::uint64_t call);  // after post_call
 // The zero-copy paths of the other shm_direct operations (registered_collectives.cc), once
 // call `call` is posted with registrations: run and return true if the buffers they need are
 // registered on every rank, else return false (every rank alike) for the staged path.
 bool allgather_registered_on(const CollectiveArgs& args, ShmWorkspace& ws, std::uint64_t call);
 bool broadcast_registered_on(const CollectiveArgs& args, ShmWorkspace& ws, std::uint64_t call);
 bool reduce_scatter_registered_on(const CollectiveArgs& args, ShmWorkspace& ws, std::uint64_t call);
+// single_copy_collectives.cc: the same operations reading the peers' unregistered buffers out
+// of their processes, where ShmWorkspace::single_copy() and the message is large enough; false
+// (nothing done) otherwise.
+bool allgather_single_copy_on(const CollectiveArgs& args, ShmWorkspace& ws, std::uint64_t call);
+bool alltoall_single_copy_on(const CollectiveArgs& args, ShmWorkspace& ws, std::uint64_t call);
+bool broadcast_single_copy_on(const CollectiveArgs& args, ShmWorkspace& ws, std::uint64_t call);
 // two_shot: reduce-scatter then allgather through the same slots; two syncs a round.
 void allreduce_two_shot(const CollectiveArgs& args);
 // Host-local reduce, allreduce among host leaders, host-local broadcast (host_groups.h).

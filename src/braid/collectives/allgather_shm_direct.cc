@@ -30,6 +30,7 @@ void allgather_shm_direct(const CollectiveArgs& a) {
   const int n = a.comm.size(), r = a.comm.rank();
   const std::uint64_t call = ws.post_call_registered(a, a.bytes(a.count), a.bytes(a.count) * static_cast<std::size_t>(n));
   if (allgather_registered_on(a, ws, call)) return;  // every recv registered: pushed in place
+  if (allgather_single_copy_on(a, ws, call)) return;  // read out of the peers' processes
   const std::size_t half = (static_cast<std::size_t>(n) * ws.slice_bytes() / 2) / a.elem() * a.elem();
   const std::int64_t chunk = static_cast<std::int64_t>(half / a.elem());
   const std::int64_t rounds = (a.count + chunk - 1) / chunk;

@@ -8,7 +8,9 @@
 //   3. waits until every peer has reduced, then copies the peers' results out (one copy out).
 //
 // When every rank's send and recv lie in registered memory (alloc_registered) nothing is
-// staged: allreduce_registered.cc reads the peers' buffers in place.
+// staged: allreduce_registered.cc reads the peers' buffers in place. (allreduce single_copy,
+// allreduce_single_copy.cc, reads unregistered buffers out of the peers' processes instead,
+// and falls back to the staged rounds here where the kernel does not allow it.)
 //
 // Messages up to ShmWorkspace::kSmallBytes take allreduce one_shot's path instead
 // (allreduce_one_shot.cc): every rank posts its whole input and reduces all posted inputs
@@ -95,18 +97,36 @@ class DirectAllreduce {
   const CopyFunction write_out_;  // non-temporal stores for outputs larger than the caches
 };
 
+// Whether some rank's send overlaps its recv without being it (the single-copy path reads a
+// peer's send while the owner writes its recv: only send == recv is safe there). The same
+// answer on every rank: it reads every rank's posted slot.
+bool any_partly_in_place(const CollectiveArgs& args, const ShmWorkspace& ws, std::uint64_t call) {
+  const std::size_t bytes = args.bytes(args.count);
+  for (int q = 0; q < args.comm.size(); ++q) {
+    const ShmRegistrations posted = ws.posted_registrations(q, call);
+    if (send_overlaps_recv(posted, bytes, bytes) && posted.send.offset != posted.recv.offset) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 bool allreduce_shm_direct_supports(const CollectiveArgs& args) { return ShmWorkspace::usable(args.comm); }
 
-void allreduce_shm_direct(const CollectiveArgs& args) {
+void allreduce_on_host(const CollectiveArgs& args, bool single_copy) {
   ShmWorkspace& ws = shm_workspace_of(args);
   if (args.bytes(args.count) <= ShmWorkspace::kSmallBytes) return allreduce_one_shot_on(args, ws);
   // Every rank posts where its buffers lie; if all are registered the zero-copy path runs
-  // (allreduce_registered.cc), else every rank stages, whatever it registered itself.
+  // (allreduce_registered.cc), else every rank takes the same other path, whatever it
+  // registered itself.
   const std::uint64_t call = ws.post_call_registered(args, args.bytes(args.count), args.bytes(args.count));
   if (ws.registered_everywhere(call)) return allreduce_registered_on(args, ws, call);
+  if (single_copy && ws.single_copy() && !any_partly_in_place(args, ws, call)) {
+    return allreduce_single_copy_on(args, ws, call);
+  }
   DirectAllreduce(args, ws).run();
 }
+
+void allreduce_shm_direct(const CollectiveArgs& args) { allreduce_on_host(args, /*single_copy=*/false); }
 
 }  // namespace braid::algorithms

@@ -24,8 +24,10 @@ void alltoall_shm_direct(const CollectiveArgs& a) {
   detail::CollectiveAccess access(a.comm);
   access.fabric().throw_if_poisoned();
   ShmWorkspace& ws = access.attachment<ShmWorkspace>(a.comm, a.op, a.seq);
-  ws.post_call(a, nullptr);
   const int n = a.comm.size(), r = a.comm.rank();
+  const std::size_t total = a.bytes(a.count) * static_cast<std::size_t>(n);
+  const std::uint64_t call = ws.post_call_registered(a, total, total);
+  if (alltoall_single_copy_on(a, ws, call)) return;  // read out of the peers' processes
   const CopyFunction copy_out = copy_for_output(a.bytes(a.count) * static_cast<std::size_t>(n), n);
   std::memcpy(block_at(a, a.recv, r), block_at(a, a.send, r), a.bytes(a.count));  // own block
   ShmBlockRounds rounds(a, ws);

@@ -71,6 +71,7 @@ void broadcast_shm_direct(const CollectiveArgs& args) {
   }
   const std::uint64_t call = ws.post_call_registered(args, 0, args.bytes(args.count));
   if (broadcast_registered_on(args, ws, call)) return;  // the root's buffer registered: pulled in place
+  if (broadcast_single_copy_on(args, ws, call)) return;  // the root's buffer read out of its process
   broadcast_rounds(args, ws);
 }
 

@@ -30,10 +30,6 @@ void finish(ShmWorkspace& ws, std::uint64_t call) {
   ws.wait_for_peers(ShmPhase::kGathered, call, ws.deadline());
 }
 
-bool overlaps(const ShmRegistrations& posted, std::size_t send_bytes, std::size_t recv_bytes) {
-  if (posted.send.arena != posted.recv.arena) return false;
-  return posted.send.offset < posted.recv.offset + recv_bytes && posted.recv.offset < posted.send.offset + send_bytes;
-}
 
 }  // namespace
 
@@ -67,7 +63,7 @@ bool reduce_scatter_registered_on(const CollectiveArgs& a, ShmWorkspace& ws, std
   const std::size_t block = a.bytes(a.count), total = block * static_cast<std::size_t>(n);
   if (!ws.registered_everywhere(call, /*send=*/true, /*recv=*/false)) return false;
   for (int q = 0; q < n; ++q) {
-    if (overlaps(ws.posted_registrations(q, call), total, block)) return false;
+    if (send_overlaps_recv(ws.posted_registrations(q, call), total, block)) return false;
   }
   std::vector<const std::byte*> in(static_cast<std::size_t>(n));
   for (int q = 0; q < n; ++q) {

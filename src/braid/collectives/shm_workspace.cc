@@ -16,6 +16,7 @@
 #include "braid/comm/communicator_internal.h"
 #include "braid/comm/work.h"
 #include "braid/transport/fabric.h"
+#include "braid/transport/shm/cross_memory.h"
 #include "braid/transport/shm/futex.h"
 #include "braid/transport/shm/memfd_arena.h"
 #include "braid/transport/shm/segment_names.h"
@@ -26,7 +27,7 @@ namespace braid {
 namespace {
 
 constexpr std::uint32_t kWorkspaceMagic = 0x57445242;  // "BRDW"
-constexpr std::uint32_t kWorkspaceVersion = 2;  // 2: call slots of kFastBytes x 2, kGathered
+constexpr std::uint32_t kWorkspaceVersion = 3;  // 2: call slots of kFastBytes x 2, kGathered; 3: single copy
 constexpr std::size_t kHeaderBytes = 4096;
 // Polls with a pause between them per clock read of a spin that does not yield
 // (spin_until_reached): ~256 x 40-140 cycles, a few microseconds.
@@ -102,6 +103,11 @@ struct ShmWorkspace::Header {
   std::uint64_t ranks;
   std::uint64_t slice_bytes;
   std::int32_t pid;  // the owner's, for peers that map its registered arenas (registered_peers.h)
+  // Where this header lies in its owner's address space: peers probe process_vm_readv on it.
+  std::uint64_t own_address;
+  // 1 once the owner found at set-up that it may read every peer's memory (written before its
+  // second set-up message, read by the peers after they received it).
+  std::atomic<std::uint32_t> reads_every_peer;
   alignas(64) std::atomic<std::uint64_t> progress[4];  // indexed by ShmPhase: last round / call done
   alignas(64) std::atomic<std::uint32_t> doorbell;
   std::atomic<std::uint32_t> sleeping;
@@ -150,6 +156,7 @@ void ShmWorkspace::set_up(Communicator& comm, OpKind op, std::int64_t seq) {
   h->ranks = static_cast<std::uint64_t>(size_);
   h->slice_bytes = slice_bytes_;
   h->pid = static_cast<std::int32_t>(::getpid());
+  h->own_address = shm::address_of(h);
 
   // Tell every peer the segment exists (and its geometry), then map theirs.
   const Geometry mine{static_cast<std::uint64_t>(size_), slice_bytes_};
@@ -171,8 +178,25 @@ void ShmWorkspace::set_up(Communicator& comm, OpKind op, std::int64_t seq) {
                                                    "peer's shared-memory workspace has a bad size, magic or version")));
     }
   }
+  h->reads_every_peer.store(may_read_every_peer() ? 1 : 0, std::memory_order_release);
   // Every peer has mapped every segment once it has sent this: the names can go.
   exchange_with_peers(comm, mine, theirs, op, seq);
+  single_copy_ = true;
+  for (int r = 0; r < size_; ++r) single_copy_ = single_copy_ && header(r)->reads_every_peer.load(std::memory_order_acquire) == 1;
+}
+
+// Reads the start of each peer's header through process_vm_readv at the address the peer
+// posted and compares it with the same bytes seen through the shared mapping: true only if the
+// kernel lets this process read the peer's memory and the address means what it should.
+bool ShmWorkspace::may_read_every_peer() const {
+  if (env::get_choice(env::kCrossMemory) == "0") return false;
+  for (int peer = 0; peer < size_; ++peer) {
+    if (peer == rank_) continue;
+    const Header* ph = header(peer);
+    const std::span<const std::byte> expected(reinterpret_cast<const std::byte*>(ph), 8);  // magic and version
+    if (!shm::can_read_peer_memory(ph->pid, ph->own_address, expected)) return false;
+  }
+  return true;
 }
 
 ShmWorkspace::~ShmWorkspace() = default;
@@ -216,7 +240,8 @@ std::uint64_t ShmWorkspace::post_call(const CollectiveArgs& a, std::span<const s
 ShmRegistrations ShmWorkspace::registrations_of(const CollectiveArgs& a, std::size_t send_bytes, std::size_t recv_bytes) {
   auto where = [](const std::byte* p, std::size_t bytes) {
     const auto ref = p == nullptr || bytes == 0 ? std::nullopt : shm::ArenaRegistry::find(p, bytes);
-    return ref ? ShmRegistration{.arena = ref->arena, .fd = ref->fd, .offset = ref->offset} : ShmRegistration{};
+    return ref ? ShmRegistration{.arena = ref->arena, .fd = ref->fd, .offset = ref->offset}
+               : ShmRegistration{.offset = shm::address_of(p)};
   };
   return {.send = where(a.send, send_bytes), .recv = where(a.recv, recv_bytes)};
 }
@@ -245,6 +270,40 @@ std::byte* ShmWorkspace::registered_buffer(int rank, std::uint64_t call, bool re
 }
 
 std::size_t ShmWorkspace::registered_arenas_mapped() const { return registered_->mapped(); }
+
+void ShmWorkspace::read_posted(int rank, std::uint64_t call, bool recv, std::size_t total, std::size_t at,
+                               std::byte* local, std::size_t bytes) {
+  copy_posted(rank, call, recv, total, at, local, bytes, /*to_peer=*/false);
+}
+
+void ShmWorkspace::write_posted(int rank, std::uint64_t call, bool recv, std::size_t total, std::size_t at,
+                                const std::byte* local, std::size_t bytes) {
+  // Only read on this path: process_vm_writev's local iovec is not const.
+  copy_posted(rank, call, recv, total, at, const_cast<std::byte*>(local), bytes, /*to_peer=*/true);
+}
+
+void ShmWorkspace::copy_posted(int rank, std::uint64_t call, bool recv, std::size_t total, std::size_t at,
+                               std::byte* local, std::size_t bytes, bool to_peer) {
+  const ShmRegistrations theirs = posted_registrations(rank, call);
+  const ShmRegistration& where = recv ? theirs.recv : theirs.send;
+  if (where.arena != 0) {
+    std::byte* mapped = registered_buffer(rank, call, recv, total) + at;
+    to_peer ? std::memcpy(mapped, local, bytes) : std::memcpy(local, mapped, bytes);
+    return;
+  }
+  try {
+    const pid_t pid = header(rank)->pid;
+    if (to_peer) shm::write_peer_memory(pid, where.offset + at, local, bytes, context(rank));
+    else shm::read_peer_memory(pid, where.offset + at, local, bytes, context(rank));
+  } catch (const Error&) {
+    // A peer that gave up (Timeout, Mismatch) told every rank why before it exited; its abort
+    // may still wait in the transport. That error wins over "its process is gone", as it does
+    // on the paths that wait (wait_for_peers' health check).
+    fabric_.check_health(world_ranks_, context(rank), quiet_key_);
+    fabric_.fail(std::current_exception());
+  }
+  single_copy_bytes_ += bytes;
+}
 
 ErrorContext ShmWorkspace::context(int peer) const {
   return {.rank = world_rank(rank_), .peer = peer < 0 ? -1 : world_rank(peer), .op = std::string(op_kind_name(op_)),

@@ -63,6 +63,8 @@ struct ShmCallSignature {
 // Where a call's send or recv lies in registered memory (comm/registered_buffer.h), posted
 // behind the signature (not compared: ranks may differ in what they registered). arena 0:
 // not registered. A peer maps the arena through /proc/<pid>/fd/<fd> (registered_peers.h).
+// Unregistered, `offset` is the buffer's address in its owner's process, which the
+// single-copy paths read with process_vm_readv (transport/shm/cross_memory.h).
 struct ShmRegistration {
   std::uint32_t arena = 0;
   std::int32_t fd = -1;
@@ -72,6 +74,12 @@ struct ShmRegistrations {
   ShmRegistration send, recv;
 };
 static_assert(sizeof(ShmCallSignature) <= 32 && sizeof(ShmRegistrations) <= 32);
+// Whether a rank's posted send and recv (of send_bytes and recv_bytes) overlap: both in one
+// registered arena, or both unregistered at addresses of the owner's process.
+inline bool send_overlaps_recv(const ShmRegistrations& posted, std::size_t send_bytes, std::size_t recv_bytes) {
+  if (posted.send.arena != posted.recv.arena) return false;
+  return posted.send.offset < posted.recv.offset + recv_bytes && posted.recv.offset < posted.send.offset + send_bytes;
+}
 
 // kStaged/kReduced count rounds of the sliced path; kPosted counts calls (both paths);
 // kGathered counts calls too: two_shot's "my reduced block is in my slot".
@@ -161,6 +169,23 @@ class ShmWorkspace : public CommAttachment {
   // How many peer arenas this rank has mapped so far (tests: which path ran).
   std::size_t registered_arenas_mapped() const;
 
+  // Whether every rank of the communicator may read every peer's memory with one copy
+  // (process_vm_readv; BRAID_CROSS_MEMORY): probed and agreed at set-up, so the same answer
+  // on every rank. The single-copy paths (Note [Single-copy collectives]) need it.
+  bool single_copy() const { return single_copy_; }
+  // Copies `bytes` from offset `at` of rank `rank`'s send (or recv) of call `call` into
+  // `local` (one copy): through the mapping of its arena where it registered the buffer
+  // (`total`: the buffer's bytes, checked against the arena), else out of its process
+  // (process_vm_readv). A failure (the peer's process gone: PeerLost) fails the fabric, so
+  // every rank raises. REQUIRES: single_copy().
+  void read_posted(int rank, std::uint64_t call, bool recv, std::size_t total, std::size_t at, std::byte* local,
+                   std::size_t bytes);
+  // The other way: copies `bytes` from `local` to offset `at` of that buffer.
+  void write_posted(int rank, std::uint64_t call, bool recv, std::size_t total, std::size_t at,
+                    const std::byte* local, std::size_t bytes);
+  // How many bytes this rank has read from or written to peers that way (tests: which path ran).
+  std::uint64_t single_copy_bytes() const { return single_copy_bytes_; }
+
   // Mismatch unless `theirs` (rank `peer`'s signature) equals `mine`.
   void check_signature(int peer, const ShmCallSignature& theirs, const ShmCallSignature& mine) const;
   // A deadline of BRAID_TIMEOUT from now (read once, at construction).
@@ -189,6 +214,11 @@ class ShmWorkspace : public CommAttachment {
   struct Header;
   // The body of the constructor: create, exchange, map, exchange again; every name unlinked.
   void set_up(Communicator& comm, OpKind op, std::int64_t seq);
+  // Set-up, between the two exchanges: whether this rank may read every peer's memory.
+  bool may_read_every_peer() const;
+  // read_posted (to_peer false) and write_posted (true).
+  void copy_posted(int rank, std::uint64_t call, bool recv, std::size_t total, std::size_t at, std::byte* local,
+                   std::size_t bytes, bool to_peer);
   Header* header(int rank) const;
   bool peers_reached(ShmPhase phase, std::uint64_t round) const;
   void sleep_until_published(ShmPhase phase, std::uint64_t round, Seconds max_wait);
@@ -213,6 +243,8 @@ class ShmWorkspace : public CommAttachment {
   std::uint64_t round_ = 0;
   std::uint64_t calls_ = 0;
   std::unique_ptr<RegisteredPeers> registered_;  // peers' arenas this rank has mapped
+  bool single_copy_ = false;
+  std::uint64_t single_copy_bytes_ = 0;
 };
 
 }  // namespace braid

@@ -17,6 +17,7 @@ namespace braid {
 namespace {
 
 constexpr std::uint64_t KiB = 1024;
+constexpr std::uint64_t MiB = 1024 * KiB;
 
 // BRAID_ALGO_<OP> of every operation with algorithms in the registry.
 constexpr std::array<std::pair<OpKind, const env::Variable*>, 9> kForcingVariables{{
@@ -87,6 +88,8 @@ TuningTable make_builtin_table() {
   return {{
       {.op = kAllreduce,     .algorithm = "host_striped",       .min_bytes = 512 * KiB, .min_hosts = 2},
       {.op = kAllreduce,     .algorithm = "hierarchical",       .min_hosts = 2},
+      {.op = kAllreduce,     .algorithm = "single_copy",        .min_bytes = 16 * KiB, .max_bytes = 64 * MiB - 1, .max_world = 2, .max_hosts = 1},
+      {.op = kAllreduce,     .algorithm = "single_copy",        .min_bytes = 128 * KiB, .max_bytes = 32 * MiB - 1, .max_hosts = 1},
       {.op = kAllreduce,     .algorithm = "one_shot",           .max_bytes = 256 * KiB - 1, .max_world = 2, .max_hosts = 1},
       {.op = kAllreduce,     .algorithm = "one_shot",           .max_bytes = 16 * KiB - 1, .max_hosts = 1},
       {.op = kAllreduce,     .algorithm = "two_shot",           .max_bytes = 64 * KiB - 1, .min_world = 3, .max_hosts = 1},

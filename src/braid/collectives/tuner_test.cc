@@ -199,9 +199,13 @@ TEST(BuiltinTableTest, NamesTheMeasuredWinners) {
   EXPECT_EQ(first(OpKind::kAllreduce, 8, 2, 1), "one_shot");
   EXPECT_EQ(first(OpKind::kAllreduce, 16 << 10, 4, 1), "two_shot");
   EXPECT_EQ(first(OpKind::kAllreduce, 64 << 10, 4, 1), "shm_direct");
-  EXPECT_EQ(first(OpKind::kAllreduce, 64 << 20, 4, 1), "shm_direct");
-  EXPECT_EQ(first(OpKind::kAllreduce, 64 << 10, 2, 1), "one_shot");
-  EXPECT_EQ(first(OpKind::kAllreduce, 256 << 10, 2, 1), "shm_direct");
+  EXPECT_EQ(first(OpKind::kAllreduce, 128 << 10, 4, 1), "single_copy");
+  EXPECT_EQ(first(OpKind::kAllreduce, 16 << 20, 4, 1), "single_copy");
+  EXPECT_EQ(first(OpKind::kAllreduce, 32 << 20, 4, 1), "shm_direct");
+  EXPECT_EQ(first(OpKind::kAllreduce, (16 << 10) - 1, 2, 1), "one_shot");
+  EXPECT_EQ(first(OpKind::kAllreduce, 16 << 10, 2, 1), "single_copy");
+  EXPECT_EQ(first(OpKind::kAllreduce, 32 << 20, 2, 1), "single_copy");
+  EXPECT_EQ(first(OpKind::kAllreduce, 64 << 20, 2, 1), "shm_direct");
   EXPECT_EQ(first(OpKind::kAllreduce, 8, 4, 2), "hierarchical");
   EXPECT_EQ(first(OpKind::kAllreduce, (512 << 10) - 1, 4, 2), "hierarchical");
   EXPECT_EQ(first(OpKind::kAllreduce, 512 << 10, 4, 2), "host_striped");
@@ -293,8 +297,8 @@ std::string grid_summary(const TuningTable& table) {
 // of the table that moves any choice shows here as a diff; when the move is meant (new
 // measurements, docs/collectives.md updated), paste the new summary.
 TEST(BuiltinTableTest, PinsEveryChoiceOnTheGrid) {
-  const std::string expected = R"(allreduce hosts=1 world=1-2: 0 one_shot>one_shot>shm_direct>recursive_doubling | 16K one_shot>shm_direct>recursive_doubling | 64K one_shot>shm_direct>ring | 256K shm_direct>ring
-allreduce hosts=1 world=3-9: 0 one_shot>two_shot>shm_direct>recursive_doubling | 16K two_shot>shm_direct>recursive_doubling | 64K shm_direct>ring
+  const std::string expected = R"(allreduce hosts=1 world=1-2: 0 one_shot>one_shot>shm_direct>recursive_doubling | 16K single_copy>one_shot>shm_direct>recursive_doubling | 64K single_copy>one_shot>shm_direct>ring | 128K single_copy>single_copy>one_shot>shm_direct>ring | 256K single_copy>single_copy>shm_direct>ring | 32M single_copy>shm_direct>ring | 64M shm_direct>ring
+allreduce hosts=1 world=3-9: 0 one_shot>two_shot>shm_direct>recursive_doubling | 16K two_shot>shm_direct>recursive_doubling | 64K shm_direct>ring | 128K single_copy>shm_direct>ring | 32M shm_direct>ring
 allreduce hosts=2 world=1-9: 0 hierarchical>recursive_doubling | 64K hierarchical>ring | 512K host_striped>hierarchical>ring
 allreduce hosts=3 world=1-9: 0 hierarchical>recursive_doubling | 64K hierarchical>ring | 512K host_striped>hierarchical>ring
 allgather hosts=1 world=1-9: 0 recursive_doubling>bruck | 4K shm_direct>recursive_doubling>bruck | 32K shm_direct>ring

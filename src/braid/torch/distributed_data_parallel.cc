@@ -79,6 +79,7 @@ void DistributedDataParallel::register_gradients() {
                                .rebuild_buckets = options_.zero_stage == 0,  // ZeRO's shards are laid out on the first plan
                                .trace = options_.trace,
                                .zero_stage = options_.zero_stage,
+                               .registered_buckets = options_.registered_buckets,
                                .zero_codec = options_.zero_codec,
                                .zero_error_feedback = options_.zero_error_feedback};
   if (releases_gradients()) {

@@ -69,6 +69,9 @@ struct DdpOptions {
   bool overlap = true;                  // start bucket allreduces from autograd hooks
   bool allow_unused = false;            // a parameter without a gradient counts as zero
   bool broadcast_buffers = true;        // rank 0's buffers to every rank after each step
+  // Buckets in registered memory where every rank is on one host (the zero-copy allreduce);
+  // false: ordinary memory (single copy or staged). GradSyncOptions::registered_buckets.
+  bool registered_buckets = true;
   trace::TraceRecorder* trace = nullptr;  // records every bucket's allreduce
   // 0: DDP (allreduce). 1 or 2: ZeRO's gradient side (see the file comment); requires the
   // default policy (no compression): InvalidArgument from GradSync otherwise.

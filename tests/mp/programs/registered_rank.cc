@@ -7,12 +7,24 @@
 //             workspace must have mapped peer arenas (the zero-copy path ran).
 //   others:   allgather, broadcast and reduce_scatter, registered (in place and not) and with
 //             rank 0 unregistered, at counts 0 / small / several chunks.
-//   mixed:    rank 0's buffers (or only every recv) registered, the rest not: the staged path
-//             on every rank, right results, no peer arena mapped.
+//   mixed:    rank 0's buffers (or only every recv) registered, the rest not: right results;
+//             the single-copy path where the workspace allows it (registered peers read through
+//             their mapped arenas, the others out of their processes), else the staged path on
+//             every rank and no peer arena mapped.
+//   single-copy: allreduce single_copy on unregistered buffers: every dtype, counts from its
+//             16 KiB threshold to several chunks, uneven, in place and not: the exact sum, bit
+//             for bit the rank-order f32 sum; then allgather (in place and not), alltoall and
+//             broadcast below and inside their single-copy band; the paths must have run
+//             (bytes read from peers) unless Yama's ptrace_scope forbids it, and then the
+//             staged path must have.
+//   single-copy-refused: rank 0 sets BRAID_CROSS_MEMORY=0 for itself alone: every rank agrees
+//             on the staged path (no byte read from a peer), right results, the other
+//             operations too.
 //   realloc:  every call frees and reallocates its buffers (other sizes, reused blocks).
 //   mismatch: the last rank calls with one element more: Mismatch on every rank, no hang.
 //   register: register_memory accepts alloc's memory and refuses the heap (InvalidArgument).
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -43,9 +55,34 @@ void fail(const Communicator& comm, const std::string& scenario, const std::stri
   ++g_failures;
 }
 
+braid::ShmWorkspace* workspace(Communicator& comm) {
+  return braid::detail::CollectiveAccess(comm).find_attachment<braid::ShmWorkspace>();
+}
+
 std::size_t arenas_mapped(Communicator& comm) {
-  auto* ws = braid::detail::CollectiveAccess(comm).find_attachment<braid::ShmWorkspace>();
+  auto* ws = workspace(comm);
   return ws == nullptr ? 0 : ws->registered_arenas_mapped();
+}
+
+std::uint64_t single_copy_bytes(Communicator& comm) {
+  auto* ws = workspace(comm);
+  return ws == nullptr ? 0 : ws->single_copy_bytes();
+}
+
+bool single_copy_agreed(Communicator& comm) {
+  auto* ws = workspace(comm);
+  return ws != nullptr && ws->single_copy();
+}
+
+// Whether this kernel lets a process read its siblings' memory: Yama's ptrace_scope 0 or no
+// Yama at all (ptrace_scope 1 allows only descendants, 2 and 3 less).
+bool kernel_allows_single_copy() {
+  std::FILE* f = std::fopen("/proc/sys/kernel/yama/ptrace_scope", "r");
+  if (f == nullptr) return true;
+  int scope = 0;
+  const bool read = std::fscanf(f, "%d", &scope) == 1;
+  std::fclose(f);
+  return read && scope == 0;
 }
 
 // Small integers (exact in every dtype, u8 sums included): rank q's element i.
@@ -73,28 +110,32 @@ void fill(int rank, int ranks, DType dtype, std::int64_t count, std::byte* send,
   }
 }
 
-// One allreduce on buffers that are registered or not; checks the result.
+// One allreduce on buffers that are registered or not (by `algorithm`, or the tuner's
+// choice); checks the result.
 void check_allreduce(Communicator& comm, const std::string& scenario, DType dtype, std::int64_t count, bool in_place,
-                     bool register_send, bool register_recv) {
+                     bool register_send, bool register_recv, const std::string& algorithm = "") {
   const std::size_t bytes = static_cast<std::size_t>(count) * braid::dtype_size(dtype);
   RegisteredBuffer rs = alloc_registered(comm, bytes), rr = alloc_registered(comm, bytes);
   std::vector<std::byte> hs(bytes), hr(bytes), want(bytes);
   std::byte* send = register_send ? static_cast<std::byte*>(rs.data()) : hs.data();
   std::byte* recv = in_place ? send : register_recv ? static_cast<std::byte*>(rr.data()) : hr.data();
   fill(comm.rank(), comm.size(), dtype, count, send, want.data());
-  braid::allreduce(comm, send, recv, count, dtype, ReduceOp::kSum);
+  braid::allreduce(comm, send, recv, count, dtype, ReduceOp::kSum, {.algorithm = algorithm});
   if (bytes > 0 && std::memcmp(recv, want.data(), bytes) != 0) {
     fail(comm, scenario, std::string("wrong sum for ") + std::string(braid::dtype_name(dtype)) + " count " + std::to_string(count) +
                              (in_place ? " in place" : ""));
   }
 }
 
-// Rank-order f32 sums that another order would change (a huge value on rank 0).
-void check_rank_order(Communicator& comm, std::int64_t count, bool in_place) {
+// Rank-order f32 sums that another order would change (a huge value on rank 0), on registered
+// buffers or (`heap`) on ordinary ones.
+void check_rank_order(Communicator& comm, std::int64_t count, bool in_place, bool heap = false,
+                      const std::string& algorithm = "") {
   const std::size_t bytes = static_cast<std::size_t>(count) * sizeof(float);
   RegisteredBuffer s = alloc_registered(comm, bytes), r = alloc_registered(comm, bytes);
-  auto* send = static_cast<float*>(s.data());
-  float* recv = in_place ? send : static_cast<float*>(r.data());
+  std::vector<float> hs(static_cast<std::size_t>(count)), hr(hs.size());
+  auto* send = heap ? hs.data() : static_cast<float*>(s.data());
+  float* recv = in_place ? send : heap ? hr.data() : static_cast<float*>(r.data());
   std::vector<float> want(static_cast<std::size_t>(count));
   auto input = [](int rank, std::int64_t i) {
     return rank == 0 ? 1.0e8f + static_cast<float>(i % 97) : 1.0f + static_cast<float>((i * 7 + rank * 13) % 31) / 8.0f;
@@ -105,7 +146,7 @@ void check_rank_order(Communicator& comm, std::int64_t count, bool in_place) {
     for (int q = 1; q < comm.size(); ++q) sum += input(q, i);
     want[static_cast<std::size_t>(i)] = sum;
   }
-  braid::allreduce(comm, send, recv, count, DType::kF32, ReduceOp::kSum);
+  braid::allreduce(comm, send, recv, count, DType::kF32, ReduceOp::kSum, {.algorithm = algorithm});
   if (std::memcmp(recv, want.data(), bytes) != 0) fail(comm, "grid", "f32 result is not the rank-order sum");
 }
 
@@ -179,7 +220,90 @@ void mixed(Communicator& comm) {
   check_allreduce(comm, "mixed", DType::kF32, 100003, false, !first, !first);   // all but rank 0
   check_allreduce(comm, "mixed", DType::kF32, 100003, false, false, true);      // every recv, no send
   check_allreduce(comm, "mixed", DType::kI32, 100003, true, first, first);      // in place
-  if (arenas_mapped(comm) != 0) fail(comm, "mixed", "a peer arena was mapped: some rank took the zero-copy path");
+  if (single_copy_agreed(comm)) {
+    if (single_copy_bytes(comm) == 0) fail(comm, "mixed", "single copy agreed, but no byte was read from a peer");
+  } else if (arenas_mapped(comm) != 0) {
+    fail(comm, "mixed", "a peer arena was mapped: some rank took the zero-copy path");
+  }
+}
+
+// allgather (in place and not), alltoall and broadcast on ordinary memory, at block counts below,
+// inside and (4 ranks' alltoall) near the top of the single-copy band; checks every result.
+void movement_on_heap(Communicator& comm) {
+  const int n = comm.size(), r = comm.rank();
+  for (std::int64_t count : {3001LL, 100003LL, 1000003LL}) {
+    const std::string what = " count " + std::to_string(count);
+    const std::size_t all = static_cast<std::size_t>(count) * static_cast<std::size_t>(n);
+    std::vector<float> send(all), recv(all);
+    // 0: separate buffers; 1: in place (MPI_IN_PLACE: the send at its own block); 2: every
+    // send at the start of its recv (host_striped's allgather), which must stage.
+    for (int layout : {0, 1, 2}) {
+      float* ag_send = layout == 0 ? send.data() : layout == 1 ? recv.data() + static_cast<std::size_t>(count) * r : recv.data();
+      for (std::int64_t i = 0; i < count; ++i) ag_send[i] = static_cast<float>(r * 1000 + i % 1000);
+      braid::allgather(comm, ag_send, recv.data(), count, DType::kF32);
+      for (std::size_t i = 0; i < all; ++i) {
+        const auto q = static_cast<std::int64_t>(i) / count, j = static_cast<std::int64_t>(i) % count;
+        if (recv[i] != static_cast<float>(q * 1000 + j % 1000)) {
+          fail(comm, "single-copy", "allgather" + what + " layout " + std::to_string(layout));
+          break;
+        }
+      }
+    }
+    // alltoall: element j of the block rank r sends to rank q is r * 100 + q + j % 7.
+    for (std::size_t i = 0; i < all; ++i) {
+      const auto q = static_cast<std::int64_t>(i) / count, j = static_cast<std::int64_t>(i) % count;
+      send[i] = static_cast<float>(r * 100 + q + j % 7);
+    }
+    braid::alltoall(comm, send.data(), recv.data(), count, DType::kF32);
+    for (std::size_t i = 0; i < all; ++i) {
+      const auto q = static_cast<std::int64_t>(i) / count, j = static_cast<std::int64_t>(i) % count;
+      if (recv[i] != static_cast<float>(q * 100 + r + j % 7)) {
+        fail(comm, "single-copy", "alltoall" + what);
+        break;
+      }
+    }
+    for (std::int64_t i = 0; i < count; ++i) recv[i] = r == n - 1 ? static_cast<float>(i % 777) : -1.0f;
+    braid::broadcast(comm, recv.data(), count, DType::kF32, n - 1);
+    for (std::int64_t i = 0; i < count; ++i) {
+      if (recv[i] != static_cast<float>(i % 777)) {
+        fail(comm, "single-copy", "broadcast" + what);
+        break;
+      }
+    }
+  }
+}
+
+void single_copy(Communicator& comm) {
+  const std::string algo = "single_copy";
+  for (DType dtype : {DType::kF32, DType::kF64, DType::kF16, DType::kBF16, DType::kI32, DType::kI64, DType::kU8}) {
+    for (bool in_place : {false, true}) check_allreduce(comm, "single-copy", dtype, 100003, in_place, false, false, algo);
+  }
+  // 4096 f32: the tuner's 16 KiB threshold; 32768 + 7: one slice and a ragged rest per rank.
+  for (std::int64_t count : {4096LL, 32775LL, 65537LL, 1000003LL}) {
+    for (bool in_place : {false, true}) check_allreduce(comm, "single-copy", DType::kF32, count, in_place, false, false);
+  }
+  for (bool in_place : {false, true}) check_rank_order(comm, 300007, in_place, /*heap=*/true, algo);
+  const std::uint64_t after_allreduce = single_copy_bytes(comm);
+  movement_on_heap(comm);
+  const bool allowed = kernel_allows_single_copy();
+  if (allowed && single_copy_bytes(comm) == after_allreduce) {
+    fail(comm, "single-copy", "allgather, alltoall and broadcast read no byte from a peer");
+  }
+  if (single_copy_agreed(comm) != allowed) {
+    fail(comm, "single-copy", std::string("the workspace ") + (allowed ? "refused" : "agreed to") +
+                                  " single copy where Yama's ptrace_scope " + (allowed ? "allows" : "forbids") + " it");
+  }
+  if (allowed && single_copy_bytes(comm) == 0) fail(comm, "single-copy", "no byte was read from a peer");
+  if (!allowed && single_copy_bytes(comm) != 0) fail(comm, "single-copy", "bytes read from a peer on the staged path");
+}
+
+void single_copy_refused(Communicator& comm) {
+  for (std::int64_t count : {4096LL, 100003LL}) {
+    for (bool in_place : {false, true}) check_allreduce(comm, "single-copy-refused", DType::kF32, count, in_place, false, false);
+  }
+  movement_on_heap(comm);
+  if (single_copy_agreed(comm)) fail(comm, "single-copy-refused", "the workspace agreed to single copy");
+  if (single_copy_bytes(comm) != 0) fail(comm, "single-copy-refused", "bytes read from a peer");
 }
 
 void realloc_between_calls(Communicator& comm) {
@@ -217,10 +341,13 @@ void register_scenario(Communicator& comm) {
 
 int main(int argc, char** argv) {
   if (argc != 2) {
-    std::fprintf(stderr, "usage: braid-registered-rank grid|others|mixed|realloc|mismatch|register\n");
+    std::fprintf(stderr, "usage: braid-registered-rank grid|others|mixed|realloc|mismatch|register|single-copy|single-copy-refused\n");
     return 2;
   }
   const std::string scenario = argv[1];
+  // Refused by rank 0 alone: its own environment, set before anything reads it.
+  const auto rank = braid::env::get(braid::env::kRank);
+  if (scenario == "single-copy-refused" && rank && *rank == "0") ::setenv("BRAID_CROSS_MEMORY", "0", 1);
   try {
     Communicator comm = Communicator::init();
     if (auto job = braid::env::get(braid::env::kJobId)) std::printf("JOBID %s\n", job->c_str());
@@ -230,6 +357,8 @@ int main(int argc, char** argv) {
     else if (scenario == "realloc") realloc_between_calls(comm);
     else if (scenario == "mismatch") mismatch(comm);
     else if (scenario == "register") register_scenario(comm);
+    else if (scenario == "single-copy") single_copy(comm);
+    else if (scenario == "single-copy-refused") single_copy_refused(comm);
     else return 2;
   } catch (const braid::Error& e) {
     std::printf("FAIL %s: %s\n", scenario.c_str(), e.what());

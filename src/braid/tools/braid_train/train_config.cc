@@ -102,6 +102,12 @@ void add_train_flags(CLI::App& app, TrainConfig& c) {
       ->check(CLI::IsMember({"on", "off"}))
       ->default_str("on");
   app.add_option("--bucket-mb", c.bucket_mb, "MiB per gradient bucket, or auto")->capture_default_str();
+  app.add_option_function<std::string>(
+         "--bucket-memory", [&c](const std::string& v) { c.registered_buckets = v == "registered"; },
+         "registered: gradient buckets in registered memory, the zero-copy allreduce when every rank is on one "
+         "host; ordinary: heap memory (the single-copy or staged allreduce; for A/B runs)")
+      ->check(CLI::IsMember({"registered", "ordinary"}))
+      ->default_str("registered");
   app.add_option("--accumulate", c.accumulate, "micro-batches per optimizer step (gradient accumulation)")
       ->capture_default_str();
   app.add_option("--checkpoint-dir", c.checkpoint_dir,

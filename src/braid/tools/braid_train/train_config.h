@@ -34,6 +34,7 @@ struct TrainConfig {
   std::int64_t warmup_steps = 0;     // uncompressed steps first
   bool overlap = true;
   std::string bucket_mb = "25";      // MiB per bucket, or auto
+  bool registered_buckets = true;    // --bucket-memory registered|ordinary
   std::int64_t accumulate = 1;       // micro-batches per optimizer step
   std::string checkpoint_dir;
   std::int64_t checkpoint_every = 0; // steps; 0: at the end of each epoch and of the run

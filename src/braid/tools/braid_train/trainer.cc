@@ -93,6 +93,7 @@ void Trainer::set_up() {
         torch::DdpOptions{.bucket_cap = config_.bucket_mb,
                           .policy = ddp_wire ? precision_.ddp_policy(config_) : make_policy(config_),
                           .overlap = config_.overlap,
+                          .registered_buckets = config_.registered_buckets,
                           .trace = trace_.get(), .zero_stage = config_.zero,
                           .zero_codec = {.id = gradient_codec},
                           .zero_error_feedback = zero_pp.qgz_error_feedback});

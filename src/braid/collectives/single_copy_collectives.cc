@@ -1,0 +1,93 @@
+// The single-copy paths of allgather, alltoall and broadcast (Note [Single-copy collectives],
+// allreduce_single_copy.cc): taken by each operation's shm_direct algorithm after post_call
+// when ShmWorkspace::single_copy() (the same answer on every rank) and the message is in the
+// band where it wins (kSingleCopyMinBytes..kSingleCopyMaxBytes), for buffers that are not
+// registered on every rank. Each rank copies what it needs
+// straight out of the peers' processes (process_vm_readv; a peer's registered buffer through
+// its mapped arena), one copy per byte against the staged path's copy in and copy out:
+//
+//   allgather: rank r reads every peer q's send into block q of its recv (not when a rank's send
+//              lies in its recv other than at its own block, MPI_IN_PLACE's place);
+//   alltoall:  rank r reads block r of every peer q's send into block q of its recv (not when
+//              any rank's send overlaps its recv: a peer would read what its owner overwrites);
+//   broadcast: every rank but the root reads the root's buffer.
+//
+// Then one synchronisation, so that no rank leaves (and reuses a buffer) while a peer still
+// reads it. post_call has already waited until every rank entered the call.
+#include <cstring>
+
+#include "braid/collectives/algorithms.h"
+#include "braid/collectives/exchange.h"
+#include "braid/collectives/shm_workspace.h"
+
+namespace braid::algorithms {
+
+namespace {
+
+// The messages (allgather's and alltoall's whole recv, broadcast's buffer) it is taken for.
+// Below, the staged rounds tie: a process_vm_readv costs a system call and pins the peer's
+// pages, which a small block does not amortise. From 32 MiB on, the staged rounds win again:
+// the kernel copies with ordinary stores (a read for ownership of every line written) where
+// the staged copies out are non-temporal, and at these sizes DRAM traffic decides
+// (docs/performance.md, "Single-copy collectives (cross-memory attach)": 64 MiB broadcast on 2
+// ranks 8.3 ms against 5.4 staged; 16 MiB 1.24 against 1.54).
+constexpr std::size_t kSingleCopyMinBytes = 64 << 10;
+constexpr std::size_t kSingleCopyMaxBytes = (32 << 20) - 1;
+
+bool worth_it(const ShmWorkspace& ws, std::size_t bytes) {
+  return ws.single_copy() && bytes >= kSingleCopyMinBytes && bytes <= kSingleCopyMaxBytes;
+}
+
+void finish(ShmWorkspace& ws, std::uint64_t call) {
+  ws.publish(ShmPhase::kGathered, call);
+  ws.wait_for_peers(ShmPhase::kGathered, call, ws.deadline());
+}
+
+
+}  // namespace
+
+bool allgather_single_copy_on(const CollectiveArgs& a, ShmWorkspace& ws, std::uint64_t call) {
+  const int n = a.comm.size(), r = a.comm.rank();
+  const std::size_t block = a.bytes(a.count), total = block * static_cast<std::size_t>(n);
+  if (!worth_it(ws, total)) return false;
+  // A send inside its own recv anywhere but at its block (host_striped's allgather sends from
+  // the start of the buffer it gathers into) would be overwritten by its owner's reads while
+  // its peers read it: such calls stage, as the staged path copies every send first.
+  for (int q = 0; q < n; ++q) {
+    const ShmRegistrations posted = ws.posted_registrations(q, call);
+    const bool in_place = posted.send.offset == posted.recv.offset + block * static_cast<std::size_t>(q);
+    if (send_overlaps_recv(posted, block, total) && !in_place) return false;
+  }
+  for (int q = 0; q < n; ++q) {
+    std::byte* mine = a.recv + block * static_cast<std::size_t>(q);
+    if (q != r) ws.read_posted(q, call, /*recv=*/false, block, 0, mine, block);
+    else if (mine != a.send) std::memcpy(mine, a.send, block);
+  }
+  finish(ws, call);
+  return true;
+}
+
+bool alltoall_single_copy_on(const CollectiveArgs& a, ShmWorkspace& ws, std::uint64_t call) {
+  const int n = a.comm.size(), r = a.comm.rank();
+  const std::size_t block = a.bytes(a.count), total = block * static_cast<std::size_t>(n);
+  if (!worth_it(ws, total)) return false;
+  for (int q = 0; q < n; ++q) {
+    if (send_overlaps_recv(ws.posted_registrations(q, call), total, total)) return false;
+  }
+  std::memcpy(block_at(a, a.recv, r), block_at(a, a.send, r), block);
+  for (int q = 0; q < n; ++q) {
+    if (q != r) ws.read_posted(q, call, /*recv=*/false, total, block * static_cast<std::size_t>(r), block_at(a, a.recv, q), block);
+  }
+  finish(ws, call);
+  return true;
+}
+
+bool broadcast_single_copy_on(const CollectiveArgs& a, ShmWorkspace& ws, std::uint64_t call) {
+  const std::size_t bytes = a.bytes(a.count);
+  if (!worth_it(ws, bytes)) return false;
+  if (a.comm.rank() != a.root) ws.read_posted(a.root, call, /*recv=*/true, bytes, 0, a.recv, bytes);
+  finish(ws, call);
+  return true;
+}
+
+}  // namespace braid::algorithms
