@@ -47,6 +47,9 @@ bool reduce_scatter_registered_on(const CollectiveArgs& args, ShmWorkspace& ws, 
 // single_copy_collectives.cc: the same operations reading the peers' unregistered buffers out
 // of their processes, where ShmWorkspace::single_copy() and the message is large enough; false
 // (nothing done) otherwise.
+// Whether a message of `bytes` (the whole recv, or broadcast's buffer) is in the band where
+// those paths run, with single copy agreed: the same answer on every rank.
+bool single_copy_worth_it(const ShmWorkspace& ws, std::size_t bytes);
 bool allgather_single_copy_on(const CollectiveArgs& args, ShmWorkspace& ws, std::uint64_t call);
 bool alltoall_single_copy_on(const CollectiveArgs& args, ShmWorkspace& ws, std::uint64_t call);
 bool broadcast_single_copy_on(const CollectiveArgs& args, ShmWorkspace& ws, std::uint64_t call);

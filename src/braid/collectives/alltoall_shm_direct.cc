@@ -26,8 +26,13 @@ void alltoall_shm_direct(const CollectiveArgs& a) {
   ShmWorkspace& ws = access.attachment<ShmWorkspace>(a.comm, a.op, a.seq);
   const int n = a.comm.size(), r = a.comm.rank();
   const std::size_t total = a.bytes(a.count) * static_cast<std::size_t>(n);
-  const std::uint64_t call = ws.post_call_registered(a, total, total);
-  if (alltoall_single_copy_on(a, ws, call)) return;  // read out of the peers' processes
+  // Only a call that may read out of the peers' processes posts where its buffers lie (a
+  // registry lookup under a lock); the others post their signature alone, as before.
+  if (single_copy_worth_it(ws, total)) {
+    if (alltoall_single_copy_on(a, ws, ws.post_call_registered(a, total, total))) return;
+  } else {
+    ws.post_call(a, nullptr);
+  }
   const CopyFunction copy_out = copy_for_output(a.bytes(a.count) * static_cast<std::size_t>(n), n);
   std::memcpy(block_at(a, a.recv, r), block_at(a, a.send, r), a.bytes(a.count));  // own block
   ShmBlockRounds rounds(a, ws);

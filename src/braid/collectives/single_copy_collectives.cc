@@ -34,10 +34,6 @@ namespace {
 constexpr std::size_t kSingleCopyMinBytes = 64 << 10;
 constexpr std::size_t kSingleCopyMaxBytes = (32 << 20) - 1;
 
-bool worth_it(const ShmWorkspace& ws, std::size_t bytes) {
-  return ws.single_copy() && bytes >= kSingleCopyMinBytes && bytes <= kSingleCopyMaxBytes;
-}
-
 void finish(ShmWorkspace& ws, std::uint64_t call) {
   ws.publish(ShmPhase::kGathered, call);
   ws.wait_for_peers(ShmPhase::kGathered, call, ws.deadline());
@@ -46,10 +42,14 @@ void finish(ShmWorkspace& ws, std::uint64_t call) {
 
 }  // namespace
 
+bool single_copy_worth_it(const ShmWorkspace& ws, std::size_t bytes) {
+  return ws.single_copy() && bytes >= kSingleCopyMinBytes && bytes <= kSingleCopyMaxBytes;
+}
+
 bool allgather_single_copy_on(const CollectiveArgs& a, ShmWorkspace& ws, std::uint64_t call) {
   const int n = a.comm.size(), r = a.comm.rank();
   const std::size_t block = a.bytes(a.count), total = block * static_cast<std::size_t>(n);
-  if (!worth_it(ws, total)) return false;
+  if (!single_copy_worth_it(ws, total)) return false;
   // A send inside its own recv anywhere but at its block (host_striped's allgather sends from
   // the start of the buffer it gathers into) would be overwritten by its owner's reads while
   // its peers read it: such calls stage, as the staged path copies every send first.
@@ -70,7 +70,7 @@ bool allgather_single_copy_on(const CollectiveArgs& a, ShmWorkspace& ws, std::ui
 bool alltoall_single_copy_on(const CollectiveArgs& a, ShmWorkspace& ws, std::uint64_t call) {
   const int n = a.comm.size(), r = a.comm.rank();
   const std::size_t block = a.bytes(a.count), total = block * static_cast<std::size_t>(n);
-  if (!worth_it(ws, total)) return false;
+  if (!single_copy_worth_it(ws, total)) return false;
   for (int q = 0; q < n; ++q) {
     if (send_overlaps_recv(ws.posted_registrations(q, call), total, total)) return false;
   }
@@ -84,7 +84,7 @@ bool alltoall_single_copy_on(const CollectiveArgs& a, ShmWorkspace& ws, std::uin
 
 bool broadcast_single_copy_on(const CollectiveArgs& a, ShmWorkspace& ws, std::uint64_t call) {
   const std::size_t bytes = a.bytes(a.count);
-  if (!worth_it(ws, bytes)) return false;
+  if (!single_copy_worth_it(ws, bytes)) return false;
   if (a.comm.rank() != a.root) ws.read_posted(a.root, call, /*recv=*/true, bytes, 0, a.recv, bytes);
   finish(ws, call);
   return true;
