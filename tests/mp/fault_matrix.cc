@@ -7,6 +7,7 @@ const std::vector<MatrixRow>& matrix_rows() {
       {"shm_direct", "allreduce", "shm_direct"},     {"shm_direct", "allgather", "shm_direct"},
       {"shm_direct", "reduce_scatter", "shm_direct"}, {"shm_direct", "broadcast", "shm_direct"},
       {"shm_direct", "alltoall", "shm_direct"},    {"shm_direct", "allreduce", "single_copy"},
+      {"shm_direct", "alltoallv", "shm_direct"},  // 4 ranks x 16 KiB blocks: its single-copy path
       {"ring", "allreduce", "ring"},                 {"ring", "allgather", "ring"},
       {"ring", "reduce_scatter", "ring"},            {"ring", "broadcast", "chain"},
       {"tree", "allreduce", "tree"},                 {"tree", "broadcast", "binomial"},

@@ -3,6 +3,9 @@
 // results on every rank. The registry (algorithm_registry.cc) lists them by name.
 #pragma once
 
+#include <cstdint>
+#include <vector>
+
 #include "braid/collectives/collective_args.h"
 
 namespace braid {
@@ -50,9 +53,21 @@ bool reduce_scatter_registered_on(const CollectiveArgs& args, ShmWorkspace& ws, 
 // Whether a message of `bytes` (the whole recv, or broadcast's buffer) is in the band where
 // those paths run, with single copy agreed: the same answer on every rank.
 bool single_copy_worth_it(const ShmWorkspace& ws, std::size_t bytes);
+// The band's lower edge only, for a path whose staged rounds lose above the band too.
+bool single_copy_large_enough(const ShmWorkspace& ws, std::size_t bytes);
 bool allgather_single_copy_on(const CollectiveArgs& args, ShmWorkspace& ws, std::uint64_t call);
 bool alltoall_single_copy_on(const CollectiveArgs& args, ShmWorkspace& ws, std::uint64_t call);
 bool broadcast_single_copy_on(const CollectiveArgs& args, ShmWorkspace& ws, std::uint64_t call);
+// alltoallv's, once its shm_direct algorithm has chosen it from what every rank posted
+// (alltoallv_shm_direct.cc): pushed, this rank writes each of its blocks into its receiver's
+// recv, at peer_displs[q] (elements) of rank q's; pulled, it reads each block meant for it out
+// of its sender's send, at peer_displs[q] of rank q's. This rank's own block is the caller's.
+struct SingleCopyPlan {
+  bool push = false;
+  std::vector<std::int64_t> peer_displs;
+};
+void alltoallv_single_copy_on(const CollectiveArgs& args, ShmWorkspace& ws, std::uint64_t call,
+                              const SingleCopyPlan& plan);
 // two_shot: reduce-scatter then allgather through the same slots; two syncs a round.
 void allreduce_two_shot(const CollectiveArgs& args);
 // Host-local reduce, allreduce among host leaders, host-local broadcast (host_groups.h).

@@ -1,7 +1,9 @@
 #include "braid/collectives/alltoallv_args.h"
 
+#include <algorithm>
 #include <limits>
 #include <string>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -33,6 +35,51 @@ bool check_side(const ErrorContext& ctx, const char* side, const std::int64_t* c
   return any;
 }
 
+// A non-empty block of one side, as a byte range of the address space.
+struct Block {
+  std::uint64_t begin, end;
+  int peer;
+  bool recv;
+};
+
+void add_blocks(std::vector<Block>& blocks, const void* base, const std::int64_t* counts, const std::int64_t* displs,
+                int n, DType dtype, bool recv) {
+  const auto at = reinterpret_cast<std::uintptr_t>(base);
+  const auto elem = static_cast<std::uint64_t>(dtype_size(dtype));
+  for (int p = 0; p < n; ++p) {
+    if (counts[p] == 0) continue;
+    const std::uint64_t begin = at + static_cast<std::uint64_t>(displs[p]) * elem;
+    blocks.push_back({begin, begin + static_cast<std::uint64_t>(counts[p]) * elem, p, recv});
+  }
+}
+
+// No send block may share a byte with a recv block (MPI's rule for a collective's buffers):
+// every algorithm receives into recv while some of send is still to be sent, or read by a peer
+// in place (alltoallv shm_direct's single copy). Sorted by start, a block overlaps a block of
+// the other side iff it starts before the furthest end seen on that side.
+void check_disjoint(const ErrorContext& ctx, const void* send, const void* recv, const AlltoallvLayout& layout,
+                    int n, DType dtype) {
+  std::vector<Block> blocks;
+  add_blocks(blocks, send, layout.send_counts, layout.send_displs, n, dtype, false);
+  add_blocks(blocks, recv, layout.recv_counts, layout.recv_displs, n, dtype, true);
+  std::sort(blocks.begin(), blocks.end(), [](const Block& a, const Block& b) { return a.begin < b.begin; });
+  const Block* furthest[2] = {nullptr, nullptr};  // by side: send, recv
+  for (const Block& b : blocks) {
+    const Block* other = furthest[b.recv ? 0 : 1];
+    if (other != nullptr && b.begin < other->end) {
+      const Block& sent = b.recv ? *other : b;
+      const Block& received = b.recv ? b : *other;
+      ErrorContext at = ctx;
+      at.peer = sent.peer;
+      throw InvalidArgument(at, fmt::format("the send block for rank {} ({} bytes) overlaps the recv block from rank {} "
+                                            "({} bytes): alltoallv's buffers must not alias",
+                                            sent.peer, sent.end - sent.begin, received.peer, received.end - received.begin));
+    }
+    const Block*& mine = furthest[b.recv ? 1 : 0];
+    if (mine == nullptr || b.end > mine->end) mine = &b;
+  }
+}
+
 }  // namespace
 
 void check_alltoallv_layout(const Communicator& comm, const void* send, const void* recv,
@@ -48,6 +95,7 @@ void check_alltoallv_layout(const Communicator& comm, const void* send, const vo
     throw InvalidArgument(ctx, "null buffer with a non-zero count");
   }
   if ((sends || receives) && send == recv) throw InvalidArgument(ctx, "alltoallv cannot run in place (send == recv)");
+  if (sends && receives) check_disjoint(ctx, send, recv, layout, n, dtype);
 }
 
 void check_alltoallv_self(const Communicator& comm, const AlltoallvLayout& layout) {

@@ -23,7 +23,8 @@ struct AlltoallvLayout {
 };
 
 // InvalidArgument unless every count and displacement is >= 0, each block's end fits in the
-// address range, a buffer with a non-zero block is non-null and send != recv (no in place).
+// address range, a buffer with a non-zero block is non-null, send != recv (no in place) and no
+// send block shares a byte with a recv block (the error names the first such pair).
 void check_alltoallv_layout(const Communicator& comm, const void* send, const void* recv,
                             const AlltoallvLayout& layout, DType dtype);
 

@@ -17,8 +17,16 @@
 // Reading from the sender's segment (rather than the sender writing into the receiver's) keeps
 // each staging copy a write into the writer's own segment, and costs the same two copies per
 // byte as writing would; on one socket both touch the same memory (docs/collectives.md).
+//
+// Where every rank may read its peers' memory (ShmWorkspace::single_copy) and the call's mean
+// bytes per rank lie in the single-copy band, no payload is staged: each rank reads the blocks
+// meant for it straight out of its peers' sends (alltoallv_single_copy_on,
+// single_copy_collectives.cc), one copy per byte instead of two, each block copied by its sender
+// or by its receiver (single_copy_plan below). For that every rank posts its displacements after
+// its counts, and every rank decides from the same posted rows, so all take the same path.
 #include <algorithm>
 #include <cstring>
+#include <optional>
 #include <vector>
 
 #include "braid/base/streaming_copy.h"
@@ -27,6 +35,7 @@
 #include "braid/collectives/alltoallv_counts.h"
 #include "braid/collectives/shm_workspace.h"
 #include "braid/comm/communicator_internal.h"
+#include "braid/transport/shm/cross_memory.h"
 
 namespace braid::algorithms {
 
@@ -57,15 +66,71 @@ Piece overlap(std::int64_t start, std::int64_t count, std::int64_t k, std::int64
   return {std::max(start, k * half), std::min(start + count, (k + 1) * half)};
 }
 
-// The matrix from every rank's posted row (its slot, after the signature).
+// What each rank posts after the call's signature: its row of counts (AlltoallvCounts::row_of:
+// n send counts, n receive counts), then its n send displacements and its n receive ones.
+std::size_t posted_values(int n) { return 4 * static_cast<std::size_t>(n); }
+
+std::vector<std::int64_t> posted_row(const CollectiveArgs& a) {
+  const int n = a.comm.size();
+  std::vector<std::int64_t> row = AlltoallvCounts::row_of(*a.layout, n);
+  row.insert(row.end(), a.layout->send_displs, a.layout->send_displs + n);
+  row.insert(row.end(), a.layout->recv_displs, a.layout->recv_displs + n);
+  return row;
+}
+
+// Value `i` of rank q's posted row.
+std::int64_t posted_value(const ShmWorkspace& ws, std::uint64_t call, int q, std::size_t i) {
+  std::int64_t value;
+  std::memcpy(&value, ws.posted_input(q, call) + i * sizeof value, sizeof value);
+  return value;
+}
+
+// The matrix from every rank's posted row.
 AlltoallvCounts posted_counts(const ShmWorkspace& ws, std::uint64_t call, int n) {
   AlltoallvCounts counts(n);
   std::vector<std::int64_t> row(2 * static_cast<std::size_t>(n));
   for (int q = 0; q < n; ++q) {
-    std::memcpy(row.data(), ws.small_slot(q, call) + ShmWorkspace::kSignatureBytes, row.size() * sizeof(std::int64_t));
+    std::memcpy(row.data(), ws.posted_input(q, call), row.size() * sizeof(std::int64_t));
     counts.set_row(q, row.data());
   }
   return counts;
+}
+
+// How the call runs on the single-copy path, or nullopt when it stages: single copy not agreed,
+// or the mean bytes a rank receives below the band's lower edge (single_copy_large_enough).
+// (No rank's send overlaps its recv, where a peer would read what its owner overwrites:
+// check_alltoallv_layout refuses such a call.) Every rank reads the same posted rows, so every
+// rank decides alike. Unlike the other single-copy paths it has no upper edge: with MoE-skewed
+// counts the staged rounds leave the hot rank copying most blocks out: at 64 MiB single copy
+// took 21-22 ms against 30-33 staged on 4 ranks, and 9.4-9.7 (pushed) against 9.4-11.0 staged
+// on 2 (Intel Xeon, 2026-12-04, docs/collectives.md row 24).
+//
+// Each block is copied by one of its two ends. Pulled, a rank copies what it receives; pushed,
+// what it sends. The call's time is that of the rank that copies most, so it pushes when the
+// largest row sum of the matrix (bytes a rank sends, its own block included) is below the
+// largest column sum (bytes a rank receives): MoE dispatch, where every rank sends its tokens
+// and the popular experts' ranks receive most, pushes; its combine, the transpose, pulls.
+std::optional<SingleCopyPlan> single_copy_plan(const CollectiveArgs& a, const ShmWorkspace& ws, std::uint64_t call,
+                                               const AlltoallvCounts& counts) {
+  const int n = a.comm.size(), r = a.comm.rank();
+  std::int64_t moved = 0, most_sent = 0, most_received = 0;
+  for (int s = 0; s < n; ++s) {
+    std::int64_t sent = 0, received = 0;
+    for (int d = 0; d < n; ++d) {
+      sent += counts.sent(s, d);
+      received += counts.sent(d, s);
+    }
+    moved += sent;
+    most_sent = std::max(most_sent, sent);
+    most_received = std::max(most_received, received);
+  }
+  if (!single_copy_large_enough(ws, a.bytes(moved) / static_cast<std::size_t>(n))) return std::nullopt;
+  SingleCopyPlan plan{.push = most_sent < most_received};
+  // Pulled: where q's block for this rank starts in q's send; pushed: where this rank's block
+  // starts in q's recv.
+  const std::size_t column = (plan.push ? 3 : 2) * static_cast<std::size_t>(n) + static_cast<std::size_t>(r);
+  for (int q = 0; q < n; ++q) plan.peer_displs.push_back(posted_value(ws, call, q, column));
+  return plan;
 }
 
 // One synchronisation per round instead of exchange_rounds' two: round k waits for every
@@ -99,8 +164,8 @@ void run_rounds(ShmWorkspace& ws, const CollectiveArgs& a, std::int64_t rounds, 
 }  // namespace
 
 bool alltoallv_shm_direct_supports(const CollectiveArgs& args) {
-  // Each rank's row of counts (2n int64) must fit the small slot it is posted in.
-  const auto row_bytes = 2 * static_cast<std::size_t>(args.comm.size()) * sizeof(std::int64_t);
+  // Each rank's posted row (4n int64) must fit the small slot it is posted in.
+  const auto row_bytes = posted_values(args.comm.size()) * sizeof(std::int64_t);
   return ShmWorkspace::usable(args.comm) && row_bytes <= ShmWorkspace::kSmallBytes;
 }
 
@@ -110,10 +175,22 @@ void alltoallv_shm_direct(const CollectiveArgs& a) {
   ShmWorkspace& ws = access.attachment<ShmWorkspace>(a.comm, a.op, a.seq);
   const AlltoallvLayout& layout = *a.layout;
   const int n = a.comm.size(), r = a.comm.rank();
-  const std::vector<std::int64_t> row = AlltoallvCounts::row_of(layout, n);
-  const std::uint64_t call = ws.post_call(a, std::as_bytes(std::span(row)));
+  const std::vector<std::int64_t> row = posted_row(a);
+  // Plain addresses, registered or not (a registered send is read like any other): no registry
+  // lookup, whose lock the small calls that stage would pay.
+  const ShmRegistrations addresses{.send = {.offset = shm::address_of(a.send)}, .recv = {.offset = shm::address_of(a.recv)}};
+  const std::uint64_t call = ws.post_call(a, std::as_bytes(std::span(row)), addresses);
   const AlltoallvCounts counts = posted_counts(ws, call, n);
   if (std::exception_ptr error = counts.disagreement(a)) ws.fail(error);
+
+  if (layout.send_counts[r] > 0) {
+    std::memcpy(a.recv + a.bytes(layout.recv_displs[r]), a.send + a.bytes(layout.send_displs[r]),
+                a.bytes(layout.send_counts[r]));
+  }
+  if (const std::optional<SingleCopyPlan> plan = single_copy_plan(a, ws, call, counts)) {
+    alltoallv_single_copy_on(a, ws, call, *plan);
+    return;
+  }
 
   const std::size_t elem = a.elem();
   const std::int64_t half = static_cast<std::int64_t>(static_cast<std::size_t>(n) * ws.slice_bytes() / 2 / elem);
@@ -122,10 +199,6 @@ void alltoallv_shm_direct(const CollectiveArgs& a) {
   for (int s = 0; s < n; ++s) {
     streams.push_back(stream_of(counts, s));
     rounds = std::max(rounds, (streams.back().total + half - 1) / half);
-  }
-  if (layout.send_counts[r] > 0) {
-    std::memcpy(a.recv + a.bytes(layout.recv_displs[r]), a.send + a.bytes(layout.send_displs[r]),
-                a.bytes(layout.send_counts[r]));
   }
   std::int64_t received = 0;
   for (int s = 0; s < n; ++s) received += layout.recv_counts[s];

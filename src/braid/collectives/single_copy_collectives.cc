@@ -10,13 +10,18 @@
 //              lies in its recv other than at its own block, MPI_IN_PLACE's place);
 //   alltoall:  rank r reads block r of every peer q's send into block q of its recv (not when
 //              any rank's send overlaps its recv: a peer would read what its owner overwrites);
-//   broadcast: every rank but the root reads the root's buffer.
+//   broadcast: every rank but the root reads the root's buffer;
+//   alltoallv: rank r reads, from every peer q, the block q sends it, at the send displacement
+//              q posted with its counts, or writes its block for q into q's recv, at the
+//              receive displacement q posted (alltoallv_shm_direct.cc decides, from what every
+//              rank posted, whether the call takes this path and which way).
 //
 // Then one synchronisation, so that no rank leaves (and reuses a buffer) while a peer still
 // reads it. post_call has already waited until every rank entered the call.
 #include <cstring>
 
 #include "braid/collectives/algorithms.h"
+#include "braid/collectives/alltoallv_args.h"
 #include "braid/collectives/exchange.h"
 #include "braid/collectives/shm_workspace.h"
 
@@ -42,8 +47,12 @@ void finish(ShmWorkspace& ws, std::uint64_t call) {
 
 }  // namespace
 
+bool single_copy_large_enough(const ShmWorkspace& ws, std::size_t bytes) {
+  return ws.single_copy() && bytes >= kSingleCopyMinBytes;
+}
+
 bool single_copy_worth_it(const ShmWorkspace& ws, std::size_t bytes) {
-  return ws.single_copy() && bytes >= kSingleCopyMinBytes && bytes <= kSingleCopyMaxBytes;
+  return single_copy_large_enough(ws, bytes) && bytes <= kSingleCopyMaxBytes;
 }
 
 bool allgather_single_copy_on(const CollectiveArgs& a, ShmWorkspace& ws, std::uint64_t call) {
@@ -88,6 +97,25 @@ bool broadcast_single_copy_on(const CollectiveArgs& a, ShmWorkspace& ws, std::ui
   if (a.comm.rank() != a.root) ws.read_posted(a.root, call, /*recv=*/true, bytes, 0, a.recv, bytes);
   finish(ws, call);
   return true;
+}
+
+void alltoallv_single_copy_on(const CollectiveArgs& a, ShmWorkspace& ws, std::uint64_t call,
+                              const SingleCopyPlan& plan) {
+  const int n = a.comm.size(), r = a.comm.rank();
+  const AlltoallvLayout& layout = *a.layout;
+  // Peers in staggered order (r + 1, r + 2, ...), so that the ranks do not all start on rank 0.
+  for (int k = 1; k < n; ++k) {
+    const int q = (r + k) % n;
+    const std::int64_t count = plan.push ? layout.send_counts[q] : layout.recv_counts[q];
+    if (count == 0) continue;
+    const std::size_t at = a.bytes(plan.peer_displs[static_cast<std::size_t>(q)]), bytes = a.bytes(count);
+    if (plan.push) {
+      ws.write_posted(q, call, /*recv=*/true, at + bytes, at, a.send + a.bytes(layout.send_displs[q]), bytes);
+    } else {
+      ws.read_posted(q, call, /*recv=*/false, at + bytes, at, a.recv + a.bytes(layout.recv_displs[q]), bytes);
+    }
+  }
+  finish(ws, call);
 }
 
 }  // namespace braid::algorithms

@@ -114,7 +114,6 @@ TuningTable make_builtin_table() {
       {.op = kAlltoall,      .algorithm = "shm_direct",         .max_hosts = 1},
       {.op = kAlltoall,      .algorithm = "pairwise"},
       {.op = kAlltoallv,     .algorithm = "hierarchical",       .min_hosts = 2},
-      {.op = kAlltoallv,     .algorithm = "pairwise",           .max_world = 2},
       {.op = kAlltoallv,     .algorithm = "shm_direct",         .max_hosts = 1},
       {.op = kAlltoallv,     .algorithm = "pairwise"},
   }};

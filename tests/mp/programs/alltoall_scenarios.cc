@@ -167,6 +167,14 @@ void AlltoallChecker::argument_checks() {
   expect_invalid("alltoallv overflowing recv block", names_peer, [&] {
     alltoallv(comm_, buffer, zeros.data(), zeros.data(), buffer + 1, huge.data(), huge.data(), DType::kF32);
   });
+  // Rank n-1's send block (elements 0-3) and its recv block (elements 2-3) share two elements.
+  Counts four(n, 0), two(n, 0);
+  four[n - 1] = 4;
+  two[n - 1] = 2;
+  float shared[4] = {};
+  expect_invalid("alltoallv send overlapping recv", names_peer, [&] {
+    alltoallv(comm_, shared, four.data(), zeros.data(), shared + 2, two.data(), zeros.data(), DType::kF32);
+  });
   expect_invalid("alltoallv unknown algorithm", "op alltoallv", [&] {
     alltoallv(comm_, buffer, zeros.data(), zeros.data(), buffer + 1, zeros.data(), zeros.data(), DType::kF32,
               {.algorithm = "no-such-algorithm"});

@@ -13,9 +13,9 @@
 //             every rank and no peer arena mapped.
 //   single-copy: allreduce single_copy on unregistered buffers: every dtype, counts from its
 //             16 KiB threshold to several chunks, uneven, in place and not: the exact sum, bit
-//             for bit the rank-order f32 sum; then allgather (in place and not), alltoall and
-//             broadcast below and inside their single-copy band; the paths must have run
-//             (bytes read from peers) unless Yama's ptrace_scope forbids it, and then the
+//             for bit the rank-order f32 sum; then allgather (in place and not), alltoall,
+//             alltoallv and broadcast below and inside their single-copy band; the paths must
+//             have run (bytes read from peers) unless Yama's ptrace_scope forbids it, and then the
 //             staged path must have.
 //   single-copy-refused: rank 0 sets BRAID_CROSS_MEMORY=0 for itself alone: every rank agrees
 //             on the staged path (no byte read from a peer), right results, the other
@@ -227,7 +227,62 @@ void mixed(Communicator& comm) {
   }
 }
 
-// allgather (in place and not), alltoall and broadcast on ordinary memory, at block counts below,
+// alltoallv with MoE-skewed counts in layouts with gaps and blocks in reverse rank order, so
+// that a wrong posted displacement shows. Dispatch-shaped (`combine` false): rank 0 receives
+// 3 base from every rank, rank d > 0 base / (d + 1), rank 1 nothing from rank 0, so the
+// single-copy path pushes (every rank writes its blocks into its peers); combine-shaped: the
+// transpose, which pulls. Element j of the block from s to d is s * 100 + d + j % 7. Every
+// block between two ranks must be copied once, by one of them, on the single-copy path, and
+// by neither on the staged one.
+void alltoallv_on_heap(Communicator& comm, std::int64_t base, bool combine) {
+  const int n = comm.size(), r = comm.rank();
+  auto dispatch = [&](int s, int d) -> std::int64_t { return d == 0 ? 3 * base : (s == 0 && d == 1 ? 0 : base / (d + 1)); };
+  auto count = [&](int s, int d) { return combine ? dispatch(d, s) : dispatch(s, d); };
+  auto place = [&](auto count_of, std::vector<std::int64_t>& counts, std::vector<std::int64_t>& displs) {
+    std::int64_t next = 0;
+    for (int p = n - 1; p >= 0; --p) {
+      counts[static_cast<std::size_t>(p)] = count_of(p);
+      displs[static_cast<std::size_t>(p)] = next + 3;
+      next += 3 + count_of(p);
+    }
+    return next;
+  };
+  std::vector<std::int64_t> sc(n), sd(n), rc(n), rd(n);
+  std::vector<float> send(static_cast<std::size_t>(place([&](int p) { return count(r, p); }, sc, sd)), -1.0f);
+  std::vector<float> recv(static_cast<std::size_t>(place([&](int p) { return count(p, r); }, rc, rd)), -2.0f);
+  for (int p = 0; p < n; ++p) {
+    for (std::int64_t j = 0; j < sc[p]; ++j) send[sd[p] + j] = static_cast<float>(r * 100 + p + j % 7);
+  }
+  const std::uint64_t before = single_copy_bytes(comm);
+  braid::alltoallv(comm, send.data(), sc.data(), sd.data(), recv.data(), rc.data(), rd.data(), DType::kF32);
+  const std::string what = std::string("alltoallv ") + (combine ? "combine" : "dispatch") + " base " + std::to_string(base);
+  // Single copy runs from a mean of 64 KiB received per rank, where the kernel allows it.
+  std::int64_t moved = 0, between_ranks = 0;
+  for (int s = 0; s < n; ++s) {
+    for (int d = 0; d < n; ++d) {
+      moved += count(s, d);
+      between_ranks += s == d ? 0 : count(s, d);
+    }
+  }
+  const bool single = single_copy_agreed(comm) && moved * 4 / n >= (64 << 10);
+  auto copied = static_cast<std::int64_t>(single_copy_bytes(comm) - before);
+  braid::allreduce(comm, &copied, &copied, 1, DType::kI64, ReduceOp::kSum);
+  if (copied != (single ? between_ranks * 4 : 0)) {
+    fail(comm, "single-copy", what + ": " + std::to_string(copied) + " bytes copied between ranks, not " +
+                                  std::to_string(single ? between_ranks * 4 : 0));
+  }
+  for (int p = 0; p < n; ++p) {
+    for (std::int64_t j = 0; j < rc[p]; ++j) {
+      if (recv[rd[p] + j] != static_cast<float>(p * 100 + r + j % 7)) {
+        fail(comm, "single-copy", what + " from rank " + std::to_string(p));
+        return;
+      }
+    }
+    if (recv[rd[p] - 1] != -2.0f) fail(comm, "single-copy", what + " wrote into a gap");
+  }
+}
+
+// allgather (in place and not), alltoall, alltoallv and broadcast on ordinary memory, at block counts below,
 // inside and (4 ranks' alltoall) near the top of the single-copy band; checks every result.
 void movement_on_heap(Communicator& comm) {
   const int n = comm.size(), r = comm.rank();
@@ -262,6 +317,7 @@ void movement_on_heap(Communicator& comm) {
         break;
       }
     }
+    for (bool combine : {false, true}) alltoallv_on_heap(comm, count / n, combine);
     for (std::int64_t i = 0; i < count; ++i) recv[i] = r == n - 1 ? static_cast<float>(i % 777) : -1.0f;
     braid::broadcast(comm, recv.data(), count, DType::kF32, n - 1);
     for (std::int64_t i = 0; i < count; ++i) {
@@ -287,7 +343,7 @@ void single_copy(Communicator& comm) {
   movement_on_heap(comm);
   const bool allowed = kernel_allows_single_copy();
   if (allowed && single_copy_bytes(comm) == after_allreduce) {
-    fail(comm, "single-copy", "allgather, alltoall and broadcast read no byte from a peer");
+    fail(comm, "single-copy", "allgather, alltoall, alltoallv and broadcast read no byte from a peer");
   }
   if (single_copy_agreed(comm) != allowed) {
     fail(comm, "single-copy", std::string("the workspace ") + (allowed ? "refused" : "agreed to") +
