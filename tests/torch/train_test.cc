@@ -328,6 +328,18 @@ TEST(DistributedDataParallelTest, UnusedParametersFailByDefaultAndAreZeroWhenAll
 }
 
 
+// gradient_as_bucket_view: on 2 and 3 ranks, the same parameters and gradients as plain DDP
+// bit for bit, every .grad in its bucket after every move, and the gradients kept when the
+// wrapper goes (ddp_scenarios.cc, bucket-views).
+TEST(DistributedDataParallelTest, BucketViewsTrainBitwiseLikeCopiedGradients) {
+  for (int ranks : {2, 3}) {
+    LaunchResult r = ddp_scenario(ranks, "bucket-views");
+    ASSERT_EQ(r.count("PASS bucket-views"), ranks) << r.output;
+    EXPECT_EQ(r.count("VIEWS misplaced 0 parameter-difference 0 gradient-difference 0 kept-difference 0"), ranks)
+        << r.output;
+  }
+}
+
 TEST(DistributedDataParallelTest, AReplacedGradientIsRefused) {
   LaunchResult r = ddp_scenario(2, "replaced-grad");
   EXPECT_EQ(r.count("the gradient of 'fc1.weight' was replaced"), 2) << r.output;

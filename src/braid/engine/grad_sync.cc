@@ -121,6 +121,13 @@ void GradSync::check_options() const {
                                                "sign (the two-stage codecs)",
                                                compress::to_string(options_.zero_codec)));
   }
+  if (options_.gradients_in_buckets && (stage > 0 || !options_.on_gradients_moved)) {
+    throw InvalidArgument(context, stage > 0 ? fmt::format("gradients_in_buckets with zero_stage {}: ZeRO reduces "
+                                                           "into shards, and its buckets are padded send buffers",
+                                                           stage)
+                                             : std::string("gradients_in_buckets without on_gradients_moved: the "
+                                                           "caller must learn where its gradients went"));
+  }
   if (stage > 0 && options_.rebuild_buckets) {
     throw InvalidArgument(context, fmt::format("zero_stage {} requires rebuild_buckets = false: the optimizer's "
                                                "shards are laid out on the first plan and must not move",
@@ -157,6 +164,8 @@ void GradSync::adopt_plan(engine::BucketPlan plan) {
   plan_ = std::move(plan);
   tracker_ = std::make_unique<engine::ReadinessTracker>(plan_);
   unused_.assign(params_.size(), 0);
+  // The old buckets stay until the gradients that live in them have moved (move_gradients_into).
+  std::vector<std::unique_ptr<BucketRun>> old = std::move(runs_);
   runs_.clear();
   if (options_.zero_stage > 0) layout_ = engine::bucket_shard_layout(plan_, comm_.size());
   for (std::size_t b = 0; b < plan_.buckets.size(); ++b) {
@@ -177,7 +186,23 @@ void GradSync::adopt_plan(engine::BucketPlan plan) {
     runs_.push_back(std::move(run));
   }
   if (options_.zero_stage == 2) pool_.reset(send_ring_floats());
+  if (options_.gradients_in_buckets) move_gradients_into_buckets();
   planned_ = true;
+}
+
+// gradients_in_buckets: every gradient to its place in its (new) bucket, with its values, and
+// the caller told where.
+void GradSync::move_gradients_into_buckets() {
+  for (std::size_t b = 0; b < plan_.buckets.size(); ++b) {
+    const engine::Bucket& bucket = plan_.buckets[b];
+    for (std::size_t i = 0; i < bucket.params.size(); ++i) {
+      Param& p = params_[static_cast<std::size_t>(bucket.params[i])];
+      float* where = runs_[b]->buffer.data() + bucket.offsets[i];
+      if (p.count > 0 && p.grad != nullptr) std::memcpy(where, p.grad, static_cast<std::size_t>(p.count) * sizeof(float));
+      p.grad = where;
+      options_.on_gradients_moved(bucket.params[i], where);
+    }
+  }
 }
 
 void GradSync::mark_ready(int param) {
@@ -267,7 +292,7 @@ float* GradSync::stage_gradients(int b) {
     float* slot = send + bucket.offsets[i];
     if (unused_[static_cast<std::size_t>(bucket.params[i])]) {
       std::fill_n(slot, p.count, 0.0f);  // allow_unused: no gradient counts as zero
-    } else if (p.count > 0) {
+    } else if (p.count > 0 && p.grad != slot) {  // gradients_in_buckets: already there
       BRAID_CHECK(p.grad != nullptr, InvalidArgument, {.rank = comm_.rank(), .op = "GradSync"},
                   "'{}' became ready without a gradient buffer (register one or pass it to mark_ready)", p.name);
       std::memcpy(slot, p.grad, static_cast<std::size_t>(p.count) * sizeof(float));
@@ -408,7 +433,8 @@ GradSyncStats GradSync::finish() {
     BucketRun& run = *runs_[b];
     for (std::size_t i = 0; i < bucket.params.size() && options_.zero_stage == 0; ++i) {
       const Param& p = params_[static_cast<std::size_t>(bucket.params[i])];
-      if (p.count > 0) std::memcpy(p.grad, run.buffer.data() + bucket.offsets[i], static_cast<std::size_t>(p.count) * sizeof(float));
+      const float* average = run.buffer.data() + bucket.offsets[i];
+      if (p.count > 0 && p.grad != average) std::memcpy(p.grad, average, static_cast<std::size_t>(p.count) * sizeof(float));
     }
     stats.wire += run.stats;
     stats.communication_seconds += run.seconds;
@@ -554,7 +580,9 @@ GradSyncSnapshot GradSync::snapshot() const {
 
 void GradSync::restore(const GradSyncSnapshot& snapshot) {
   ErrorContext context{.rank = comm_.rank(), .op = "GradSync::restore"};
-  if (step_ != 0 || planned_) throw InvalidArgument(context, "restore() must come before the first step");
+  if (step_ != 0 || (planned_ && !options_.gradients_in_buckets)) {
+    throw InvalidArgument(context, "restore() must come before the first step");
+  }
   if (snapshot.step < 0) throw InvalidArgument(context, fmt::format("negative step {}", snapshot.step));
   if (snapshot.zero_stage != options_.zero_stage) {
     throw InvalidArgument(context, fmt::format("snapshot taken with zero_stage {}, this GradSync has zero_stage {}",

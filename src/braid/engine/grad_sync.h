@@ -119,6 +119,17 @@ struct GradSyncOptions {
   // Error feedback for zero_codec (a full-size fp32 residual per bucket, kept in
   // compression_state()): off by default, as in DeepSpeed's qgZ; docs/zero.md measures both.
   bool zero_error_feedback = false;
+  // The gradients live in the bucket buffers (PyTorch's gradient_as_bucket_view): whenever a
+  // plan is adopted (plan_buckets, the rebuild after the first step, restore), GradSync moves
+  // every registered gradient into its place in its bucket, copying its current values, and
+  // calls on_gradients_moved(param, where) for each, from then on reading and writing the
+  // gradient there. A bucket's allreduce then runs on the gradients themselves: no copy into
+  // the bucket at launch, none back at finish. The caller must make its gradients point there
+  // (the LibTorch adapter makes each .grad a view of `where`) and must not use the old memory;
+  // `where` is valid until the next move or GradSync's end. Requires zero_stage 0
+  // (InvalidArgument otherwise) and on_gradients_moved.
+  bool gradients_in_buckets = false;
+  std::function<void(int param, float* where)> on_gradients_moved;
 };
 
 // Which elements of bucket b this rank owns under ZeRO: the bucket is padded to size() x shard
@@ -226,6 +237,9 @@ class GradSync {
   bool sync_enabled() const { return sync_; }
   // Whether the buckets live in registered memory (GradSyncOptions::registered_buckets).
   bool registered_buckets() const { return registered_buckets_; }
+  // Where parameter `param`'s gradient is read and written: its registered buffer, or its place
+  // in its bucket with gradients_in_buckets (after planning).
+  const float* gradient(int param) const { return params_.at(static_cast<std::size_t>(param)).grad; }
 
   const engine::BucketPlan& plan() const { return plan_; }
   // The engine's staging memory: the send buffers (per bucket, or stage 2's shared ones) and
@@ -242,8 +256,9 @@ class GradSync {
   std::int64_t step() const { return step_; }
 
   // Checkpointing. snapshot() between steps; restore() on a GradSync with the same parameters
-  // registered, before its first step (InvalidArgument otherwise, or for an order that is not
-  // a permutation of the parameters; Corrupt for a damaged compression state).
+  // registered, before its first step and (unless gradients_in_buckets, which plans at once)
+  // before planning (InvalidArgument otherwise, or for an order that is not a permutation of
+  // the parameters; Corrupt for a damaged compression state).
   GradSyncSnapshot snapshot() const;
   void restore(const GradSyncSnapshot& snapshot);
 
@@ -269,6 +284,7 @@ class GradSync {
   void ensure_plan() BRAID_REQUIRES(mu_);
   std::vector<engine::ParamInfo> param_infos() const;
   void adopt_plan(engine::BucketPlan plan) BRAID_REQUIRES(mu_);
+  void move_gradients_into_buckets() BRAID_REQUIRES(mu_);
   void launch(int bucket) BRAID_REQUIRES(mu_);
   void check_same_model();
   void agree_on_unused(const std::vector<int>& unused);

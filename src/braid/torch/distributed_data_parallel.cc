@@ -60,6 +60,10 @@ DistributedDataParallel::DistributedDataParallel(Communicator& comm, std::shared
 DistributedDataParallel::~DistributedDataParallel() {
   // The hooks capture `this`; the model (and its accumulators) may outlive the wrapper.
   for (auto& [accumulator, key] : hooks_) accumulator->del_post_hook(key);
+  // Bucket views die with GradSync's buckets: the model keeps copies.
+  if (options_.gradient_as_bucket_view) {
+    for (::torch::Tensor& p : params_) p.mutable_grad() = p.grad().clone();
+  }
 }
 
 void DistributedDataParallel::broadcast_from_rank0(const std::vector<::torch::Tensor>& tensors) {
@@ -81,9 +85,13 @@ void DistributedDataParallel::register_gradients() {
                                .zero_stage = options_.zero_stage,
                                .registered_buckets = options_.registered_buckets,
                                .zero_codec = options_.zero_codec,
-                               .zero_error_feedback = options_.zero_error_feedback};
+                               .zero_error_feedback = options_.zero_error_feedback,
+                               .gradients_in_buckets = options_.gradient_as_bucket_view};
   if (releases_gradients()) {
     sync_options.on_gradients_copied = [this](int bucket) { release_gradients(bucket); };
+  }
+  if (options_.gradient_as_bucket_view) {
+    sync_options.on_gradients_moved = [this](int param, float* where) { view_gradient(param, where); };
   }
   sync_ = std::make_unique<GradSync>(comm_, std::move(sync_options));
   live_.assign(params_.size(), 0);
@@ -96,6 +104,15 @@ void DistributedDataParallel::register_gradients() {
     int id = sync_->add_param(names_[i], grad_data_.back(), p.numel(), DType::kF32, matrix_shape(p));
     if (options_.overlap) hook_accumulator(id);
   }
+  // Bucket views: the buckets now, so that the first backward accumulates into them.
+  if (options_.gradient_as_bucket_view) sync_->plan_buckets();
+}
+
+// GradSync moved parameter `param`'s gradient (with its values) to `where`, in its bucket.
+void DistributedDataParallel::view_gradient(int param, float* where) {
+  ::torch::Tensor& p = params_[static_cast<std::size_t>(param)];
+  p.mutable_grad() = ::torch::from_blob(where, p.sizes(), p.options().requires_grad(false));
+  grad_data_[static_cast<std::size_t>(param)] = where;
 }
 
 // The accumulator is the node that adds this backward's gradient into .grad; its post hook

@@ -72,6 +72,13 @@ struct DdpOptions {
   // Buckets in registered memory where every rank is on one host (the zero-copy allreduce);
   // false: ordinary memory (single copy or staged). GradSyncOptions::registered_buckets.
   bool registered_buckets = true;
+  // Each .grad is a view of its place in its bucket (PyTorch's gradient_as_bucket_view;
+  // GradSyncOptions::gradients_in_buckets): backward accumulates straight into the buckets and
+  // their allreduce averages the gradients where they are, with no copy in or out. The views
+  // move when the buckets are rebuilt (after the first synchronize(), or on a restore): take
+  // .grad afresh after those, never keep one across them. When the wrapper goes, every .grad
+  // is given memory of its own again. zero_stage 0 only (InvalidArgument otherwise).
+  bool gradient_as_bucket_view = false;
   trace::TraceRecorder* trace = nullptr;  // records every bucket's allreduce
   // 0: DDP (allreduce). 1 or 2: ZeRO's gradient side (see the file comment); requires the
   // default policy (no compression): InvalidArgument from GradSync otherwise.
@@ -132,6 +139,7 @@ class DistributedDataParallel {
   void mark_ready(int id);
   void hook_accumulator(int id);
   void release_gradients(int bucket);
+  void view_gradient(int param, float* where);
 
   Communicator& comm_;
   std::shared_ptr<::torch::nn::Module> module_;

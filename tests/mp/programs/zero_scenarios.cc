@@ -262,6 +262,15 @@ bool bad_options_and_snapshots(Communicator& comm) {
     o.rebuild_buckets = true;
     GradSync s(comm, o);
   }) && ok;
+  ok = throws_invalid(comm, "zero_stage 1 with gradients_in_buckets", [&] {
+    GradSyncOptions o = zero_options(1);
+    o.gradients_in_buckets = true;
+    o.on_gradients_moved = [](int, float*) {};
+    GradSync s(comm, o);
+  }) && ok;
+  ok = throws_invalid(comm, "gradients_in_buckets without on_gradients_moved", [&] {
+    GradSync s(comm, {.gradients_in_buckets = true});
+  }) && ok;
   {
     GradSync ddp(comm, {.bucket_cap = "1"});
     Model m(ddp);

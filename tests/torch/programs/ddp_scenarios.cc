@@ -9,6 +9,9 @@
 //   braid-torch-rank qwz-vs-ddp         the same with ZeRO++ qwZ (int8 parameter allgather, exact
 //                                       master shards): "QWZ ... difference D" lines
 //   braid-torch-rank zero-without-stage ZeroOptimizer over a DDP with zero_stage 0: refused
+//   braid-torch-rank bucket-views       gradient_as_bucket_view against plain DDP, 4 steps (one
+//                                       accumulating two backwards), buckets moved by a restore
+//                                       and by the first step's rebuild: "VIEWS ..." lines
 //   and the stage 3 scenarios of fully_sharded_scenarios.h
 // Prints "PASS <scenario>" or the braid::Error ("ERROR <kind>: <message>") and exits 0 either
 // way: the error is the scenario's result, and a rank exiting non-zero would make braid-run stop
@@ -19,6 +22,7 @@
 #include <cstdio>
 #include <memory>
 #include <string>
+#include <tuple>
 
 #include "braid/base/error.h"
 #include "braid/comm/communicator.h"
@@ -159,6 +163,66 @@ ZeroOutcome zero_against_ddp(braid::Communicator& comm, const std::string& cap, 
   return {.difference = worst, .flat_faults = flat_faults(zero, zero_ddp)};
 }
 
+// How many of the model's gradients are not the DDP's GradSync's (bucket views: each .grad
+// must be its parameter's place in its bucket, after every move).
+int misplaced_gradients(braid::torch::DistributedDataParallel& ddp) {
+  int misplaced = 0;
+  for (std::size_t i = 0; i < ddp.parameters().size(); ++i) {
+    const torch::Tensor& grad = ddp.parameters()[i].grad();
+    misplaced += grad.data_ptr() != ddp.grad_sync().gradient(static_cast<int>(i)) ? 1 : 0;
+  }
+  return misplaced;
+}
+
+// Plain DDP and bucket-view DDP from the same start on the same data: 4 steps of SGD, the third
+// accumulating two backwards under no_sync. The views start in buckets that a restore with the
+// reversed order moved (one copy of the zero gradients), and move again at the first step's
+// rebuild. cap 0.0005 MiB: several buckets. The parameters must end bitwise equal (the same
+// bucket contents reach the same allreduce; only where they live differs), every gradient must
+// be its bucket's place after every step, and after the wrapper is gone each .grad must hold
+// the last averaged gradient in memory of its own.
+void bucket_views(braid::Communicator& comm) {
+  auto plain = std::make_shared<TwoLayers>(16, true), viewed = std::make_shared<TwoLayers>(16, true);
+  braid::torch::DistributedDataParallel plain_ddp(comm, plain, {.bucket_cap = "0.0005"});
+  auto viewed_ddp = std::make_unique<braid::torch::DistributedDataParallel>(
+      comm, viewed, braid::torch::DdpOptions{.bucket_cap = "0.0005", .gradient_as_bucket_view = true});
+  {
+    torch::NoGradGuard no_grad;
+    for (std::size_t i = 0; i < plain->parameters().size(); ++i) viewed->parameters()[i].copy_(plain->parameters()[i]);
+  }
+  braid::GradSyncSnapshot reversed = viewed_ddp->grad_sync().snapshot();
+  std::reverse(reversed.bucket_order.begin(), reversed.bucket_order.end());
+  viewed_ddp->grad_sync().restore(reversed);
+  int misplaced = misplaced_gradients(*viewed_ddp);
+  torch::optim::SGD plain_opt(plain->parameters(), 0.1), viewed_opt(viewed->parameters(), 0.1);
+  for (int step = 0; step < 4; ++step) {
+    for (auto [model, ddp, opt] : {std::tuple{plain.get(), &plain_ddp, &plain_opt},
+                                   std::tuple{viewed.get(), viewed_ddp.get(), &viewed_opt}}) {
+      ddp->zero_grad();
+      if (step == 2) {
+        braid::NoSync accumulate = ddp->no_sync();
+        backward(*model, comm.rank(), 10 + step);
+      }
+      backward(*model, comm.rank(), step);
+      ddp->synchronize();
+      opt->step();
+    }
+    misplaced += misplaced_gradients(*viewed_ddp);
+  }
+  double worst = 0, grads = 0;
+  for (std::size_t i = 0; i < plain->parameters().size(); ++i) {
+    worst = std::max(worst, (plain->parameters()[i] - viewed->parameters()[i]).abs().max().item<double>());
+    grads = std::max(grads, (plain->parameters()[i].grad() - viewed->parameters()[i].grad()).abs().max().item<double>());
+  }
+  viewed_ddp.reset();
+  double kept = 0;
+  for (std::size_t i = 0; i < plain->parameters().size(); ++i) {
+    kept = std::max(kept, (plain->parameters()[i].grad() - viewed->parameters()[i].grad()).abs().max().item<double>());
+  }
+  std::printf("VIEWS misplaced %d parameter-difference %.9g gradient-difference %.9g kept-difference %.9g\n", misplaced,
+              worst, grads, kept);
+}
+
 void run(braid::Communicator& comm, const std::string& scenario) {
   torch::manual_seed(comm.rank() + 1);  // different initialisations: DDP must broadcast rank 0's
   if (scenario == "mismatched-model") {
@@ -197,6 +261,8 @@ void run(braid::Communicator& comm, const std::string& scenario) {
     braid::torch::ZeroOptimizer zero(ddp, [](std::vector<torch::Tensor> shards) {
       return std::make_unique<torch::optim::SGD>(std::move(shards), 0.1);
     });
+  } else if (scenario == "bucket-views") {
+    bucket_views(comm);
   } else if (scenario == "replaced-grad") {
     auto model = std::make_shared<TwoLayers>(16, true);
     braid::torch::DistributedDataParallel ddp(comm, model);

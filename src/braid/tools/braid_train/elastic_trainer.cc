@@ -159,7 +159,8 @@ void ElasticTrainer::connect_ddp() {
   ddp_ = std::make_unique<torch::DistributedDataParallel>(
       comm(), model_, torch::DdpOptions{.bucket_cap = config_.bucket_mb, .policy = make_policy(config_),
                                         .overlap = config_.overlap,
-                                        .registered_buckets = config_.registered_buckets});
+                                        .registered_buckets = config_.registered_buckets,
+                                        .gradient_as_bucket_view = config_.bucket_views});
 }
 
 // A newcomer: ready to train before it announces itself, then admitted at the members' next step

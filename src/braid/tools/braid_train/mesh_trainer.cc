@@ -231,7 +231,8 @@ void MeshTrainer::build_data_parallel() {
       mesh_->data_parallel(), stage_holder_,
       torch::DdpOptions{.bucket_cap = config_.bucket_mb,
                         .policy = config_.zero == 0 ? precision_.ddp_policy(config_) : make_policy(config_),
-                        .overlap = false, .registered_buckets = config_.registered_buckets, .zero_stage = config_.zero,
+                        .overlap = false, .registered_buckets = config_.registered_buckets,
+                        .gradient_as_bucket_view = config_.bucket_views && config_.zero == 0, .zero_stage = config_.zero,
                         .zero_codec = {.id = config_.zero == 0 ? compress::CodecId::kNone
                                                                : zero_pp.gradient_codec(precision_.wire)},
                         .zero_error_feedback = zero_pp.qgz_error_feedback});

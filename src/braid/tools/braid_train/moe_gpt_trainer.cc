@@ -87,7 +87,8 @@ void MoeGptTrainer::set_up() {
   ddp_ = std::make_unique<torch::MoeDataParallel>(dense_dp(), expert_dp(), model_,
                                                   torch::DdpOptions{.bucket_cap = config_.bucket_mb,
                                                                     .overlap = config_.overlap,
-                                                                    .registered_buckets = config_.registered_buckets});
+                                                                    .registered_buckets = config_.registered_buckets,
+                                                                    .gradient_as_bucket_view = config_.bucket_views});
   optimizer_ = make_optimizer(config_, model_->parameters());
   sampler_ = std::make_unique<torch::DistributedSampler>(data_->train_size(), dense_dp().size(), dense_dp().rank(),
                                                          torch::SamplerOptions{.seed = config_.seed});

@@ -108,6 +108,13 @@ void add_train_flags(CLI::App& app, TrainConfig& c) {
          "host; ordinary: heap memory (the single-copy or staged allreduce; for A/B runs)")
       ->check(CLI::IsMember({"registered", "ordinary"}))
       ->default_str("registered");
+  app.add_option_function<std::string>(
+         "--bucket-views", [&c](const std::string& v) { c.bucket_views = v == "on"; },
+         "on: each gradient is a view of its place in its bucket (PyTorch's gradient_as_bucket_view), so "
+         "backward writes into the buckets and nothing is copied in or out of them (not with --zero); off: "
+         "gradients copied into the buckets and back (for A/B runs)")
+      ->check(CLI::IsMember({"on", "off"}))
+      ->default_str("on");
   app.add_option("--accumulate", c.accumulate, "micro-batches per optimizer step (gradient accumulation)")
       ->capture_default_str();
   app.add_option("--checkpoint-dir", c.checkpoint_dir,

@@ -35,6 +35,7 @@ struct TrainConfig {
   bool overlap = true;
   std::string bucket_mb = "25";      // MiB per bucket, or auto
   bool registered_buckets = true;    // --bucket-memory registered|ordinary
+  bool bucket_views = true;          // --bucket-views on|off (DdpOptions::gradient_as_bucket_view)
   std::int64_t accumulate = 1;       // micro-batches per optimizer step
   std::string checkpoint_dir;
   std::int64_t checkpoint_every = 0; // steps; 0: at the end of each epoch and of the run

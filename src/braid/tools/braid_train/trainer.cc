@@ -94,6 +94,7 @@ void Trainer::set_up() {
                           .policy = ddp_wire ? precision_.ddp_policy(config_) : make_policy(config_),
                           .overlap = config_.overlap,
                           .registered_buckets = config_.registered_buckets,
+                          .gradient_as_bucket_view = config_.bucket_views && config_.zero == 0,
                           .trace = trace_.get(), .zero_stage = config_.zero,
                           .zero_codec = {.id = gradient_codec},
                           .zero_error_feedback = zero_pp.qgz_error_feedback});
