@@ -262,6 +262,7 @@ bool ShmWorkspace::registered_everywhere(std::uint64_t call, bool send, bool rec
 
 std::byte* ShmWorkspace::registered_buffer(int rank, std::uint64_t call, bool recv, std::size_t bytes) {
   const ShmRegistrations theirs = posted_registrations(rank, call);
+  ++registered_buffer_uses_;
   try {
     return registered_->address(world_rank(rank), header(rank)->pid, recv ? theirs.recv : theirs.send, bytes);
   } catch (const Error&) {

@@ -168,6 +168,9 @@ class ShmWorkspace : public CommAttachment {
   std::byte* registered_buffer(int rank, std::uint64_t call, bool recv, std::size_t bytes);
   // How many peer arenas this rank has mapped so far (tests: which path ran).
   std::size_t registered_arenas_mapped() const;
+  // How many times a peer's registered buffer was reached through its mapping (tests: the
+  // zero-copy paths ran).
+  std::uint64_t registered_buffer_uses() const { return registered_buffer_uses_; }
 
   // Whether every rank of the communicator may read every peer's memory with one copy
   // (process_vm_readv; BRAID_CROSS_MEMORY): probed and agreed at set-up, so the same answer
@@ -245,6 +248,7 @@ class ShmWorkspace : public CommAttachment {
   std::unique_ptr<RegisteredPeers> registered_;  // peers' arenas this rank has mapped
   bool single_copy_ = false;
   std::uint64_t single_copy_bytes_ = 0;
+  std::uint64_t registered_buffer_uses_ = 0;
 };
 
 }  // namespace braid

@@ -18,12 +18,12 @@ namespace braid::engine {
 
 class BucketMemory {
  public:
-  // `elements` zero floats; from alloc_registered when `registered`.
-  void assign(Communicator& comm, std::size_t elements, bool registered) {
+  // `elements` zero floats; from alloc_registered on `registered_for` when it is not null.
+  void assign(Communicator* registered_for, std::size_t elements) {
     registered_ = {};
     heap_.clear();
-    if (registered && elements > 0) {
-      registered_ = alloc_registered(comm, elements * sizeof(float));
+    if (registered_for != nullptr && elements > 0) {
+      registered_ = alloc_registered(*registered_for, elements * sizeof(float));
       std::memset(registered_.data(), 0, elements * sizeof(float));  // a reused block holds old bytes
       data_ = static_cast<float*>(registered_.data());
     } else {
@@ -31,6 +31,9 @@ class BucketMemory {
       data_ = heap_.data();
     }
     size_ = elements;
+  }
+  void assign(Communicator& comm, std::size_t elements, bool registered) {
+    assign(registered ? &comm : nullptr, elements);
   }
 
   float* data() const { return data_; }

@@ -69,7 +69,7 @@ double GradSyncStats::overlap_ratio() const {
 
 GradSync::GradSync(Communicator& comm, GradSyncOptions options) : comm_(comm), options_(std::move(options)) {
   check_options();
-  registered_buckets_ = options_.registered_buckets && options_.zero_stage == 0 && ShmWorkspace::usable(comm_);
+  registered_buckets_ = options_.registered_buckets && ShmWorkspace::usable(comm_);
   if (options_.trace == nullptr) {
     auto recorder = std::make_unique<trace::TraceRecorder>(trace::from_environment(comm_.rank()));
     if (recorder->enabled()) {
@@ -175,7 +175,7 @@ void GradSync::adopt_plan(engine::BucketPlan plan) {
       const engine::FlatBuffer& flat = layout_.buffers[b];
       BRAID_CHECK(flat.offsets == bucket.offsets && flat.used_elements == bucket.elements, InvalidArgument,
                   {.rank = comm_.rank(), .op = "GradSync (internal)"}, "bucket {}'s shard layout moved its parameters", b);
-      if (options_.zero_stage == 1) run->buffer.assign(comm_, static_cast<std::size_t>(flat.elements), false);
+      if (options_.zero_stage == 1) run->buffer.assign(comm_, static_cast<std::size_t>(flat.elements), registered_buckets_);
       run->shard.assign(static_cast<std::size_t>(flat.shard_elements), 0.0f);
     } else {
       run->buffer.assign(comm_, static_cast<std::size_t>(bucket.elements), registered_buckets_);
@@ -185,7 +185,7 @@ void GradSync::adopt_plan(engine::BucketPlan plan) {
     if (single) run->shape = params_[static_cast<std::size_t>(bucket.params[0])].shape;
     runs_.push_back(std::move(run));
   }
-  if (options_.zero_stage == 2) pool_.reset(send_ring_floats());
+  if (options_.zero_stage == 2) pool_.reset(send_ring_floats(), registered_buckets_ ? &comm_ : nullptr);
   if (options_.gradients_in_buckets) move_gradients_into_buckets();
   planned_ = true;
 }

@@ -105,9 +105,10 @@ struct GradSyncOptions {
   // into GradSync.
   std::function<void(int bucket)> on_gradients_copied;
   // Bucket buffers in registered memory (alloc_registered), so that their allreduce on one
-  // host reads the peers' buckets in place (docs/registered-memory.md). Taken only where the
-  // communicator has a shared-memory workspace (every rank on one host, over shm) and without
-  // ZeRO (its reduce-scatter has no zero-copy path yet). false: ordinary memory, for the A/B.
+  // host reads the peers' buckets in place (docs/registered-memory.md); under ZeRO the send
+  // buffers (stage 1's per bucket, stage 2's ring), which its reduce-scatter then reads in
+  // place. Taken only where the communicator has a shared-memory workspace (every rank on one
+  // host, over shm). false: ordinary memory, for the A/B.
   bool registered_buckets = true;
   // ZeRO++ qgZ (docs/zero.md "ZeRO++"): with zero_stage 1 or 2, the codec of every bucket's
   // reduce-scatter (compress/compressed_reduce_scatter.h: an all-to-all of encoded shards, the

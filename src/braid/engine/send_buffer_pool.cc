@@ -6,9 +6,9 @@
 
 namespace braid::engine {
 
-void SendBufferPool::reset(std::size_t capacity) {
+void SendBufferPool::reset(std::size_t capacity, Communicator* registered_for) {
   lent_.clear();
-  ring_.assign(capacity, 0.0f);
+  ring_.assign(registered_for, capacity);
   lent_floats_ = peak_lent_ = 0;
 }
 

@@ -22,14 +22,17 @@
 #include <vector>
 
 #include "braid/comm/work.h"
+#include "braid/engine/bucket_memory.h"
 
 namespace braid::engine {
 
 class SendBufferPool {
  public:
-  // (Re)allocates a zeroed ring of `capacity` floats, all free. REQUIRES: nothing lent (after
-  // reclaim_all(), once the loans' collectives completed).
-  void reset(std::size_t capacity);
+  // (Re)allocates a zeroed ring of `capacity` floats, all free: in memory registered on
+  // `registered_for` (the zero-copy reduce-scatter, bucket_memory.h) when it is not null, else
+  // on the heap. REQUIRES: nothing lent (after reclaim_all(), once the loans' collectives
+  // completed).
+  void reset(std::size_t capacity, Communicator* registered_for = nullptr);
 
   // `floats` contiguous floats for the next launch, waiting for the oldest loans to complete
   // when they do not fit. REQUIRES: 0 < floats <= capacity(). The region is lent at once; give it
@@ -53,7 +56,7 @@ class SendBufferPool {
   bool fits(std::size_t floats, std::size_t& offset) const;
   void retire_oldest();
 
-  std::vector<float> ring_;
+  BucketMemory ring_;
   std::deque<Loan> lent_;  // in launch order: the oldest first
   std::size_t lent_floats_ = 0, peak_lent_ = 0;
 };

@@ -30,6 +30,8 @@
 
 #include "braid/base/error.h"
 #include "braid/collectives/collectives.h"
+#include "braid/collectives/shm_workspace.h"
+#include "braid/comm/communicator_internal.h"
 #include "braid/compress/codec_spec.h"
 #include "braid/engine/grad_sync.h"
 #include "braid/trace/trace_recorder.h"
@@ -136,8 +138,21 @@ GradSyncOptions zero_options(int stage, bool allow_unused = false) {
   return {.bucket_cap = "1", .allow_unused = allow_unused, .rebuild_buckets = false, .zero_stage = stage};
 }
 
-bool plain_steps(Communicator& comm, int stage) {
-  GradSync sync(comm, zero_options(stage));
+// How many times this rank's shared-memory workspace reached a peer's registered buffer (0
+// without a workspace): the zero-copy collectives ran.
+std::uint64_t zero_copy_uses(Communicator& comm) {
+  auto* ws = detail::CollectiveAccess(comm).find_attachment<ShmWorkspace>();
+  return ws == nullptr ? 0 : ws->registered_buffer_uses();
+}
+
+// With registered send buffers (the default, where every rank is on one host over shm) the
+// reduce-scatters read the peers' buffers in place; without
+// (`registered` false) the same shards come out of the staged path.
+bool plain_steps(Communicator& comm, int stage, bool registered) {
+  GradSyncOptions options = zero_options(stage);
+  options.registered_buckets = registered;
+  const std::uint64_t uses_before = zero_copy_uses(comm);
+  GradSync sync(comm, options);
   Model m(sync);
   sync.plan_buckets();
   sync.plan_buckets();  // idempotent
@@ -151,6 +166,12 @@ bool plain_steps(Communicator& comm, int stage) {
     GradSyncStats stats = sync.finish();
     ok = check_shards(comm, sync, m.grads, what) && untouched(comm, m, copy, what) && check_wire(comm, sync, stats, what);
     if (ok && !(sync.plan() == first)) ok = fail(comm, what + ": the bucket plan moved");
+  }
+  const bool zero_copy = sync.registered_buckets() && comm.size() > 1;
+  if (ok && zero_copy != (zero_copy_uses(comm) > uses_before)) {
+    ok = fail(comm, fmt::format("stage {}: registered send buffers {}, but peers' registered buffers reached {} -> {} "
+                                "times",
+                                stage, sync.registered_buckets(), uses_before, zero_copy_uses(comm)));
   }
   return ok;
 }
@@ -388,7 +409,7 @@ bool released_gradients_misuse(Communicator& comm) {
 int scenario_zero_grad_sync(Communicator& comm, const Args&) {
   bool ok = true;
   for (int stage : {1, 2}) {
-    ok = plain_steps(comm, stage) && ok;
+    for (bool registered : {false, true}) ok = plain_steps(comm, stage, registered) && ok;
     ok = accumulation(comm, stage) && ok;
     ok = allow_unused(comm, stage) && ok;
     ok = unused_is_an_error(comm, stage) && ok;
