@@ -58,6 +58,7 @@ bool single_copy_large_enough(const ShmWorkspace& ws, std::size_t bytes);
 bool allgather_single_copy_on(const CollectiveArgs& args, ShmWorkspace& ws, std::uint64_t call);
 bool alltoall_single_copy_on(const CollectiveArgs& args, ShmWorkspace& ws, std::uint64_t call);
 bool broadcast_single_copy_on(const CollectiveArgs& args, ShmWorkspace& ws, std::uint64_t call);
+bool reduce_scatter_single_copy_on(const CollectiveArgs& args, ShmWorkspace& ws, std::uint64_t call);
 // alltoallv's, once its shm_direct algorithm has chosen it from what every rank posted
 // (alltoallv_shm_direct.cc): pushed, this rank writes each of its blocks into its receiver's
 // recv, at peer_displs[q] (elements) of rank q's; pulled, it reads each block meant for it out

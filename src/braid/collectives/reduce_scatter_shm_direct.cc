@@ -15,7 +15,9 @@
 //
 // Inputs up to ShmWorkspace::kSmallBytes (all n blocks) take the one-step path: every rank
 // posts its whole input behind the call's signature and reduces block `rank` of every posted
-// input itself, in rank order.
+// input itself, in rank order. Larger ones take the zero-copy path where every send is
+// registered, else the single-copy path where the kernel allows it and the input is in its
+// band (single_copy_collectives.cc), else the rounds below.
 //
 // Every element is reduced in rank order 0..n-1, so the bytes are those of any other rank's
 // reduction of the same inputs, on every run. avg is summed here; the entry point divides.
@@ -64,6 +66,7 @@ void reduce_scatter_shm_direct(const CollectiveArgs& args) {
   if (input_bytes <= ShmWorkspace::kSmallBytes) return small_reduce_scatter(args, ws, input_bytes);
   const std::uint64_t call = ws.post_call_registered(args, input_bytes, args.bytes(args.count));
   if (reduce_scatter_registered_on(args, ws, call)) return;  // every send registered: reduced in place
+  if (reduce_scatter_single_copy_on(args, ws, call)) return;  // the peers' blocks read out of their processes
   reduce_scatter_rounds(args, ws);
 }
 

@@ -11,6 +11,9 @@
 //   alltoall:  rank r reads block r of every peer q's send into block q of its recv (not when
 //              any rank's send overlaps its recv: a peer would read what its owner overwrites);
 //   broadcast: every rank but the root reads the root's buffer;
+//   reduce_scatter: rank r reads block r of every peer's send, chunk by chunk, and reduces the
+//              n contributions in rank order into its recv (not when any rank's send overlaps
+//              its recv, as in place does);
 //   alltoallv: rank r reads, from every peer q, the block q sends it, at the send displacement
 //              q posted with its counts, or writes its block for q into q's recv, at the
 //              receive displacement q posted (alltoallv_shm_direct.cc decides, from what every
@@ -18,18 +21,21 @@
 //
 // Then one synchronisation, so that no rank leaves (and reuses a buffer) while a peer still
 // reads it. post_call has already waited until every rank entered the call.
+#include <algorithm>
 #include <cstring>
 
 #include "braid/collectives/algorithms.h"
 #include "braid/collectives/alltoallv_args.h"
 #include "braid/collectives/exchange.h"
+#include "braid/collectives/shm_direct_steps.h"
 #include "braid/collectives/shm_workspace.h"
 
 namespace braid::algorithms {
 
 namespace {
 
-// The messages (allgather's and alltoall's whole recv, broadcast's buffer) it is taken for.
+// The messages (allgather's and alltoall's whole recv, broadcast's buffer, reduce_scatter's
+// whole send) it is taken for.
 // Below, the staged rounds tie: a process_vm_readv costs a system call and pins the peer's
 // pages, which a small block does not amortise. From 32 MiB on, the staged rounds win again:
 // the kernel copies with ordinary stores (a read for ownership of every line written) where
@@ -44,6 +50,16 @@ void finish(ShmWorkspace& ws, std::uint64_t call) {
   ws.wait_for_peers(ShmPhase::kGathered, call, ws.deadline());
 }
 
+// A message of `total` bytes in the band, and no rank's send (send_bytes) overlapping its recv
+// (recv_bytes): a peer would read what its owner overwrites.
+bool worth_it_without_overlap(const ShmWorkspace& ws, std::uint64_t call, int n, std::size_t total,
+                              std::size_t send_bytes, std::size_t recv_bytes) {
+  if (!single_copy_worth_it(ws, total)) return false;
+  for (int q = 0; q < n; ++q) {
+    if (send_overlaps_recv(ws.posted_registrations(q, call), send_bytes, recv_bytes)) return false;
+  }
+  return true;
+}
 
 }  // namespace
 
@@ -79,10 +95,7 @@ bool allgather_single_copy_on(const CollectiveArgs& a, ShmWorkspace& ws, std::ui
 bool alltoall_single_copy_on(const CollectiveArgs& a, ShmWorkspace& ws, std::uint64_t call) {
   const int n = a.comm.size(), r = a.comm.rank();
   const std::size_t block = a.bytes(a.count), total = block * static_cast<std::size_t>(n);
-  if (!single_copy_worth_it(ws, total)) return false;
-  for (int q = 0; q < n; ++q) {
-    if (send_overlaps_recv(ws.posted_registrations(q, call), total, total)) return false;
-  }
+  if (!worth_it_without_overlap(ws, call, n, total, total, total)) return false;
   std::memcpy(block_at(a, a.recv, r), block_at(a, a.send, r), block);
   for (int q = 0; q < n; ++q) {
     if (q != r) ws.read_posted(q, call, /*recv=*/false, total, block * static_cast<std::size_t>(r), block_at(a, a.recv, q), block);
@@ -95,6 +108,29 @@ bool broadcast_single_copy_on(const CollectiveArgs& a, ShmWorkspace& ws, std::ui
   const std::size_t bytes = a.bytes(a.count);
   if (!single_copy_worth_it(ws, bytes)) return false;
   if (a.comm.rank() != a.root) ws.read_posted(a.root, call, /*recv=*/true, bytes, 0, a.recv, bytes);
+  finish(ws, call);
+  return true;
+}
+
+bool reduce_scatter_single_copy_on(const CollectiveArgs& a, ShmWorkspace& ws, std::uint64_t call) {
+  const int n = a.comm.size(), r = a.comm.rank();
+  const std::size_t block = a.bytes(a.count), total = block * static_cast<std::size_t>(n);
+  if (!worth_it_without_overlap(ws, call, n, total, total, block)) return false;
+  // Chunk by chunk of block r: every peer's chunk into this rank's staging slice for it (no
+  // peer reads this rank's staging on this path), then the n contributions in rank order
+  // straight into recv, as the staged rounds reduce them (the same bytes).
+  const std::size_t slice = ws.slice_bytes() / a.elem() * a.elem();
+  auto staged = [&](int q) { return ws.staging(r) + static_cast<std::size_t>(q) * ws.slice_bytes(); };
+  const std::byte* own = block_at(a, a.send, r);
+  for (std::size_t at = 0; at < block; at += slice) {
+    const std::size_t bytes = std::min(slice, block - at);
+    for (int k = 1; k < n; ++k) {
+      const int q = (r + k) % n;
+      ws.read_posted(q, call, /*recv=*/false, total, block * static_cast<std::size_t>(r) + at, staged(q), bytes);
+    }
+    auto input = [&](int q) -> const std::byte* { return q == r ? own + at : staged(q); };
+    reduce_in_rank_order(a.recv + at, n, input, static_cast<std::int64_t>(bytes / a.elem()), a.dtype, a.reduce_op);
+  }
   finish(ws, call);
   return true;
 }

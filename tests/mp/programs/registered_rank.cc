@@ -14,8 +14,8 @@
 //   single-copy: allreduce single_copy on unregistered buffers: every dtype, counts from its
 //             16 KiB threshold to several chunks, uneven, in place and not: the exact sum, bit
 //             for bit the rank-order f32 sum; then allgather (in place and not), alltoall,
-//             alltoallv and broadcast below and inside their single-copy band; the paths must
-//             have run (bytes read from peers) unless Yama's ptrace_scope forbids it, and then the
+//             alltoallv, reduce_scatter (in place and not) and broadcast below and inside their
+//             single-copy band; the paths must have run (bytes read from peers) unless Yama's ptrace_scope forbids it, and then the
 //             staged path must have.
 //   single-copy-refused: rank 0 sets BRAID_CROSS_MEMORY=0 for itself alone: every rank agrees
 //             on the staged path (no byte read from a peer), right results, the other
@@ -318,6 +318,23 @@ void movement_on_heap(Communicator& comm) {
       }
     }
     for (bool combine : {false, true}) alltoallv_on_heap(comm, count / n, combine);
+    // reduce_scatter, out of place (single copy inside its band) and in place (send == recv:
+    // the result on block 0; every rank stages): element j of rank q's block b is
+    // q * 10 + b + j % 5, so block r's sum is exact in f32.
+    for (bool in_place : {false, true}) {
+      for (std::size_t i = 0; i < all; ++i) {
+        send[i] = static_cast<float>(r * 10 + static_cast<std::int64_t>(i) / count + static_cast<std::int64_t>(i) % count % 5);
+      }
+      float* out = in_place ? send.data() : recv.data();
+      braid::reduce_scatter(comm, send.data(), out, count, DType::kF32, ReduceOp::kSum);
+      for (std::int64_t j = 0; j < count; ++j) {
+        const float want = static_cast<float>(10 * n * (n - 1) / 2 + n * (r + j % 5));
+        if (out[j] != want) {
+          fail(comm, "single-copy", "reduce_scatter" + what + (in_place ? " in place" : ""));
+          break;
+        }
+      }
+    }
     for (std::int64_t i = 0; i < count; ++i) recv[i] = r == n - 1 ? static_cast<float>(i % 777) : -1.0f;
     braid::broadcast(comm, recv.data(), count, DType::kF32, n - 1);
     for (std::int64_t i = 0; i < count; ++i) {
@@ -343,7 +360,7 @@ void single_copy(Communicator& comm) {
   movement_on_heap(comm);
   const bool allowed = kernel_allows_single_copy();
   if (allowed && single_copy_bytes(comm) == after_allreduce) {
-    fail(comm, "single-copy", "allgather, alltoall, alltoallv and broadcast read no byte from a peer");
+    fail(comm, "single-copy", "allgather, alltoall, alltoallv, reduce_scatter and broadcast read no byte from a peer");
   }
   if (single_copy_agreed(comm) != allowed) {
     fail(comm, "single-copy", std::string("the workspace ") + (allowed ? "refused" : "agreed to") +
