@@ -75,7 +75,7 @@ sweep=(-b "$min" -e "$max" -f "$factor")
 offers() {
   "$bin/braid-bench" "$1" --help > /dev/null 2>&1 &&
     "$bin/braid-bench" --help 2> /dev/null |
-      awk -v op="$1" '/^Subcommands:/ { s = 1; next } s && $1 == op { found = 1 } END { exit !found }'
+      awk -v op="$1" '/^Subcommands:/ { s = 1; next } s { sub(/,$/, "", $1) } s && $1 == op { found = 1 } END { exit !found }'
 }
 
 # run OUTFILE CMD...: runs one benchmark; a failure is reported and leaves its rows out.
