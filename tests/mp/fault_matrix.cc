@@ -17,6 +17,7 @@ const std::vector<MatrixRow>& matrix_rows() {
       {"recursive", "allgather", "recursive_doubling"}, {"recursive", "allgather", "bruck"},
       {"recursive", "reduce_scatter", "recursive_halving"},
       {"pairwise", "alltoall", "pairwise"},          {"pairwise", "alltoallv", "pairwise"},
+      {"pairwise", "alltoall", "scattered"},
       {"pairwise", "gather", "linear"},              {"pairwise", "scatter", "linear"},
       {"hierarchical", "allreduce", "hierarchical", 2}, {"hierarchical", "allreduce", "host_striped", 2},
       {"compressed", "compressed", "int8"},

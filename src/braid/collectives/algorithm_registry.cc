@@ -48,6 +48,7 @@ constexpr std::array kAlgorithms{
     AlgorithmEntry{OpKind::kScatter, "linear", algorithms::scatter_linear},
     AlgorithmEntry{OpKind::kScatter, "binomial", algorithms::scatter_binomial},
     AlgorithmEntry{OpKind::kAlltoall, "pairwise", algorithms::alltoall_pairwise},
+    AlgorithmEntry{OpKind::kAlltoall, "scattered", algorithms::alltoall_scattered},
     AlgorithmEntry{OpKind::kAlltoall, "shm_direct", algorithms::alltoall_shm_direct,
                    algorithms::alltoall_shm_direct_supports},
     AlgorithmEntry{OpKind::kAlltoallv, "pairwise", algorithms::alltoallv_pairwise},

@@ -119,6 +119,8 @@ bool broadcast_shm_direct_supports(const CollectiveArgs& args);  // every rank o
 // alltoall: count = elements per peer; send and recv hold n blocks, send block p goes to rank
 // p and rank p's block lands in recv block p. send and recv do not overlap.
 void alltoall_pairwise(const CollectiveArgs& args);
+// Every receive and send posted at once (alltoall_scattered.cc): pairwise's bytes, no steps.
+void alltoall_scattered(const CollectiveArgs& args);
 void alltoall_shm_direct(const CollectiveArgs& args);
 bool alltoall_shm_direct_supports(const CollectiveArgs& args);  // every rank on one host, over shm
 

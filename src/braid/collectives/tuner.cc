@@ -112,6 +112,7 @@ TuningTable make_builtin_table() {
       {.op = kScatter,       .algorithm = "linear"},
       {.op = kReduce,        .algorithm = "binomial"},
       {.op = kAlltoall,      .algorithm = "shm_direct",         .max_hosts = 1},
+      {.op = kAlltoall,      .algorithm = "scattered",          .max_world = 4, .min_hosts = 2},
       {.op = kAlltoall,      .algorithm = "pairwise"},
       {.op = kAlltoallv,     .algorithm = "hierarchical",       .min_hosts = 2},
       {.op = kAlltoallv,     .algorithm = "shm_direct",         .max_hosts = 1},

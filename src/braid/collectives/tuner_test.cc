@@ -329,8 +329,10 @@ scatter hosts=2 world=3-9: 0 binomial>linear | 64K linear
 scatter hosts=3 world=1-2: 0 linear
 scatter hosts=3 world=3-9: 0 binomial>linear | 64K linear
 alltoall hosts=1 world=1-9: 0 shm_direct>pairwise
-alltoall hosts=2 world=1-9: 0 pairwise
-alltoall hosts=3 world=1-9: 0 pairwise
+alltoall hosts=2 world=1-4: 0 scattered>pairwise
+alltoall hosts=2 world=5-9: 0 pairwise
+alltoall hosts=3 world=1-4: 0 scattered>pairwise
+alltoall hosts=3 world=5-9: 0 pairwise
 alltoallv hosts=1 world=1-9: 0 shm_direct>pairwise
 alltoallv hosts=2 world=1-9: 0 hierarchical>pairwise
 alltoallv hosts=3 world=1-9: 0 hierarchical>pairwise
