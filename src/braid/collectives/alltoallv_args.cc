@@ -1,6 +1,8 @@
 #include "braid/collectives/alltoallv_args.h"
 
 #include <algorithm>
+#include <cstdint>
+#include <utility>
 #include <limits>
 #include <string>
 #include <vector>
@@ -61,7 +63,17 @@ void check_disjoint(const ErrorContext& ctx, const void* send, const void* recv,
                     int n, DType dtype) {
   std::vector<Block> blocks;
   add_blocks(blocks, send, layout.send_counts, layout.send_displs, n, dtype, false);
+  const std::size_t sends = blocks.size();
   add_blocks(blocks, recv, layout.recv_counts, layout.recv_displs, n, dtype, true);
+  // The usual call: the two sides' whole ranges are apart, and nothing needs sorting.
+  auto range = [](auto first, auto last) {
+    std::uint64_t begin = UINT64_MAX, end = 0;
+    for (auto b = first; b != last; ++b) begin = std::min(begin, b->begin), end = std::max(end, b->end);
+    return std::pair{begin, end};
+  };
+  const auto [send_begin, send_end] = range(blocks.begin(), blocks.begin() + static_cast<std::ptrdiff_t>(sends));
+  const auto [recv_begin, recv_end] = range(blocks.begin() + static_cast<std::ptrdiff_t>(sends), blocks.end());
+  if (send_end <= recv_begin || recv_end <= send_begin) return;
   std::sort(blocks.begin(), blocks.end(), [](const Block& a, const Block& b) { return a.begin < b.begin; });
   const Block* furthest[2] = {nullptr, nullptr};  // by side: send, recv
   for (const Block& b : blocks) {

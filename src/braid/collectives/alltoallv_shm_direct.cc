@@ -19,10 +19,9 @@
 // byte as writing would; on one socket both touch the same memory (docs/collectives.md).
 //
 // Where every rank may read its peers' memory (ShmWorkspace::single_copy) and the call's mean
-// bytes per rank lie in the single-copy band, no payload is staged: each rank reads the blocks
-// meant for it straight out of its peers' sends (alltoallv_single_copy_on,
-// single_copy_collectives.cc), one copy per byte instead of two, each block copied by its sender
-// or by its receiver (single_copy_plan below). For that every rank posts its displacements after
+// bytes per rank lie in the single-copy band, no payload is staged: every block between two
+// ranks is copied once, straight from its sender's send into its receiver's recv, by one of the
+// two (alltoallv_single_copy_on, single_copy_collectives.cc; which one: single_copy_plan below). For that every rank posts its displacements after
 // its counts, and every rank decides from the same posted rows, so all take the same path.
 #include <algorithm>
 #include <cstring>

@@ -164,7 +164,8 @@ void GradSync::adopt_plan(engine::BucketPlan plan) {
   plan_ = std::move(plan);
   tracker_ = std::make_unique<engine::ReadinessTracker>(plan_);
   unused_.assign(params_.size(), 0);
-  // The old buckets stay until the gradients that live in them have moved (move_gradients_into).
+  // The old buckets stay until the gradients that live in them have moved
+  // (move_gradients_into_buckets).
   std::vector<std::unique_ptr<BucketRun>> old = std::move(runs_);
   runs_.clear();
   if (options_.zero_stage > 0) layout_ = engine::bucket_shard_layout(plan_, comm_.size());

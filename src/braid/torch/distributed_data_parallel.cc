@@ -62,7 +62,9 @@ DistributedDataParallel::~DistributedDataParallel() {
   for (auto& [accumulator, key] : hooks_) accumulator->del_post_hook(key);
   // Bucket views die with GradSync's buckets: the model keeps copies.
   if (options_.gradient_as_bucket_view) {
-    for (::torch::Tensor& p : params_) p.mutable_grad() = p.grad().clone();
+    for (::torch::Tensor& p : params_) {
+      if (p.grad().defined()) p.mutable_grad() = p.grad().clone();
+    }
   }
 }
 
