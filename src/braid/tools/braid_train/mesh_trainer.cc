@@ -34,6 +34,7 @@
 #include "braid/tools/braid_train/mesh_checkpoint.h"
 #include "braid/tools/braid_train/mesh_fully_sharded.h"
 #include "braid/tools/braid_train/mixed_precision_training.h"
+#include "braid/tools/braid_train/pipeline_pieces.h"
 #include "braid/tools/braid_train/training_common.h"
 #include "braid/tools/braid_train/zero_pp.h"
 
@@ -43,24 +44,10 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
-// Parameter counts per layer (+1, so that a parameter-free layer still weighs something and
-// every piece gets work to do).
-std::vector<std::int64_t> layer_weights(::torch::nn::Sequential& layers) {
-  std::vector<std::int64_t> weights;
-  for (std::size_t i = 0; i < layers->size(); ++i) {
-    std::int64_t count = 1;
-    for (const ::torch::Tensor& p : layers[i]->parameters()) count += p.numel();
-    weights.push_back(count);
-  }
-  return weights;
-}
-
-// The stage's pieces as one module, so DistributedDataParallel can average its gradients and
-// the checkpoint can save them; the dropout streams ride along as a buffer.
+// The stage's pieces as one module (pipeline_pieces.h); the dropout streams ride along as a buffer.
 std::shared_ptr<::torch::nn::Module> stage_module(::torch::nn::Sequential& layers, const std::vector<int>& owned,
                                                   const ::torch::Tensor& rng_state) {
-  auto holder = std::make_shared<::torch::nn::Module>("MeshStage");
-  for (int i : owned) holder->register_module("layer" + std::to_string(i), layers[static_cast<std::size_t>(i)]);
+  std::shared_ptr<::torch::nn::Module> holder = train::stage_module(layers, owned);
   holder->register_buffer("rng_state", rng_state.clone());
   return holder;
 }
@@ -396,29 +383,11 @@ void MeshTrainer::step_optimizer() {
 // TP groups have gathered their shards into the single-process model.
 void MeshTrainer::share_model() {
   if (config_.tp > 1) unshard_tensor_parallel_gpt(*model_, *full_);
-  ::torch::NoGradGuard no_grad;
   ::torch::nn::Sequential layers = full_->layers();
   // ZeRO-3's bf16 storage with tp 1 (full_ is then the model that trains): the owner's layers are
   // bf16, and the other stages take the same bf16 values (fp32 on the wire, exact), so the whole
   // model has the one dtype its evaluation under autocast and its digest need on every rank.
-  const bool sixteen = precision_.sixteen_bit_parameters() && config_.tp == 1;
-  for (std::size_t vs = 0; vs < partition_.pieces.size(); ++vs) {
-    int owner = static_cast<int>(vs) % partition_.stages;
-    for (int i = partition_.pieces[vs].begin; i < partition_.pieces[vs].end; ++i) {
-      std::vector<::torch::Tensor> params = layers[static_cast<std::size_t>(i)]->parameters();
-      std::vector<::torch::Tensor> tensors = sixteen ? std::vector<::torch::Tensor>{} : params;
-      for (const ::torch::Tensor& b : layers[static_cast<std::size_t>(i)]->buffers()) tensors.push_back(b);
-      for (::torch::Tensor& t : tensors) {
-        broadcast(mesh_->group("pp"), t.data_ptr(), t.numel(), torch::braid_dtype(t, "braid-train --pp"), owner);
-      }
-      if (!sixteen) continue;
-      for (::torch::Tensor& p : params) {
-        ::torch::Tensor wire = p.to(::torch::kFloat32);
-        broadcast(mesh_->group("pp"), wire.data_ptr(), wire.numel(), DType::kF32, owner);
-        if (mesh_->coordinate("pp") != owner) p.set_data(wire.to(::torch::kBFloat16));
-      }
-    }
-  }
+  share_stage_layers(mesh_->group("pp"), layers, partition_, precision_.sixteen_bit_parameters() && config_.tp == 1);
 }
 
 RunSummary MeshTrainer::run() {

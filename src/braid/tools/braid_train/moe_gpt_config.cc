@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "braid/base/error.h"
+#include "braid/parallel/pipeline_schedule.h"
 #include "braid/tools/braid_train/train_config.h"
 
 namespace braid::train {
@@ -46,10 +47,11 @@ void refuse_unsupported(const TrainConfig& c) {
   auto refuse = [](const std::string& flag, const std::string& why) {
     throw InvalidArgument({.op = "braid-train --model moe-gpt"}, fmt::format("{} with --model moe-gpt: {}", flag, why));
   };
-  const char* mesh = "the MoE trainer runs on the mesh edp x ep x tp (--ep, --tp); the MoE blocks inside pipeline "
-                     "stages are not built yet (docs/moe.md draws the layout planned for them)";
-  if (c.pp > 1) refuse("--pp", mesh);
-  if (c.dropout > 0) refuse("--dropout", mesh);
+  if (c.dropout > 0) refuse("--dropout", "the MoE trainer's model has no dropout streams over its mesh (--ep, --tp, --pp)");
+  if (c.pp > 1 && parallel::parse_schedule_kind(c.schedule).kind == parallel::ScheduleKind::kZeroBubbleH1) {
+    refuse("--schedule " + c.schedule, "a zero-bubble schedule splits each backward into two passes, and a MoE layer's "
+                                       "backward is an all-to-all that runs once per forward (1f1b, gpipe, interleaved:V)");
+  }
   if (c.sequence_parallel) refuse("--sp", "a MoE layer routes the whole sequence, replicated over the TP group");
   if (c.zero > 0) refuse("--zero", "the expert parameters would need ZeRO shards over their own expert-DP group");
   if (c.precision != "fp32") refuse("--precision " + c.precision, "only fp32 (the dispatcher exchanges fp32 rows)");
@@ -80,7 +82,8 @@ void validate_moe(const TrainConfig& c, int world) {
     bad(fmt::format("--ep {}: must be at least 1 and divide the data-parallel size world / (tp x pp) = {} / ({} x {})",
                     m.ep, world, c.tp, c.pp));
   }
-  // One micro-batch per step (--microbatches is the pipeline's): each replica takes batch / dp.
+  // Without --pp one micro-batch per step: each replica takes batch / dp (with --pp,
+  // validate_mesh also splits it into --microbatches).
   if (c.batch % (world / model_parallel) != 0) {
     bad(fmt::format("--batch {} is not divisible by the {} data-parallel replicas (world / (tp x pp))", c.batch,
                     world / model_parallel));

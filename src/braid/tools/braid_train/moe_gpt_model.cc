@@ -34,7 +34,7 @@ std::shared_ptr<TrainModel> make_moe_gpt(const ModelSpec& spec, Communicator& ep
   return std::make_shared<TrainModel>(layers);
 }
 
-std::vector<std::shared_ptr<torch::MoeLayerImpl>> moe_layers_of(TrainModel& model) {
+std::vector<std::shared_ptr<torch::MoeLayerImpl>> moe_layers_of(::torch::nn::Module& model) {
   std::vector<std::shared_ptr<torch::MoeLayerImpl>> layers;
   for (const std::shared_ptr<nn::Module>& m : model.modules(/*include_self=*/false)) {
     if (auto layer = std::dynamic_pointer_cast<torch::MoeLayerImpl>(m)) layers.push_back(layer);

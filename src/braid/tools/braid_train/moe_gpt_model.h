@@ -22,8 +22,8 @@ namespace braid::train {
 std::shared_ptr<TrainModel> make_moe_gpt(const ModelSpec& spec, Communicator& ep_group,
                                          const torch::MoeLayerOptions& moe);
 
-// The model's MoE layers, in order.
-std::vector<std::shared_ptr<torch::MoeLayerImpl>> moe_layers_of(TrainModel& model);
+// The MoE layers of a model (or of any module holding some of its layers), in order.
+std::vector<std::shared_ptr<torch::MoeLayerImpl>> moe_layers_of(::torch::nn::Module& model);
 // The sum of their auxiliary losses from the last forward.
 ::torch::Tensor moe_auxiliary_loss(const std::vector<std::shared_ptr<torch::MoeLayerImpl>>& layers);
 

@@ -4,6 +4,7 @@
 #include <torch/torch.h>
 
 #include <chrono>
+#include <numeric>
 #include <sstream>
 
 #include "braid/base/atomic_file.h"
@@ -18,6 +19,7 @@
 #include "braid/torch/vocab_parallel.h"
 #include "braid/tools/braid_train/blas_runtime.h"
 #include "braid/tools/braid_train/moe_gpt_model.h"
+#include "braid/tools/braid_train/moe_gpt_pipeline.h"
 #include "braid/tools/braid_train/training_common.h"
 #include "braid/tools/braid_train/training_data.h"
 
@@ -37,6 +39,11 @@ std::int64_t sum_over(Communicator& comm, std::int64_t value) {
   return value;
 }
 
+parallel::ScheduleSpec schedule_of(const TrainConfig& config) {
+  parallel::ParsedKind kind = parallel::parse_schedule_kind(config.schedule);
+  return {.kind = kind.kind, .stages = config.pp, .microbatches = config.microbatches, .chunks = kind.chunks};
+}
+
 class MoeGptTrainer {
  public:
   MoeGptTrainer(Communicator& world, const TrainConfig& config) : world_(world), config_(config) {}
@@ -44,7 +51,10 @@ class MoeGptTrainer {
 
  private:
   void set_up();
+  void build_pipeline();
   double train_step(std::span<const std::int64_t> indices, EpochFigures& figures);
+  double whole_batch_step(std::span<const std::int64_t> indices, EpochFigures& figures);
+  double pipeline_step(std::span<const std::int64_t> indices, EpochFigures& figures);
   void evaluate(EpochFigures& figures);
   void finish(RunSummary& summary);
   std::int64_t dropped_tokens() const;
@@ -56,6 +66,9 @@ class MoeGptTrainer {
   Communicator& expert_dp() { return mesh_->group("edp"); }
   Communicator& dense_dp() { return mesh_->data_parallel(); }  // edp x ep: the dense replicas
   Communicator& tp() { return mesh_->group("tp"); }
+  // Counted once per TP group: its ranks route the same tokens (the sums run over the world,
+  // whose stages hold different MoE layers).
+  std::int64_t once_per_tp_group(std::int64_t n) const { return mesh_->coordinate("tp") == 0 ? n : 0; }
 
   Communicator& world_;
   const TrainConfig& config_;
@@ -64,10 +77,12 @@ class MoeGptTrainer {
   std::shared_ptr<TrainModel> full_;   // the tp 1 model (holding this rank's experts): export, digest
   std::shared_ptr<TrainModel> model_;  // what trains: full_ itself, or its TP split sharing the MoE layers
   std::vector<std::shared_ptr<torch::MoeLayerImpl>> layers_;
+  std::unique_ptr<MoeGptPipeline> pipeline_;  // --pp > 1: this rank's stage of the cut model_
+  Batch current_;                              // the pipeline's step batch, its micro-batches sliced from it
   std::unique_ptr<torch::MoeDataParallel> ddp_;
   std::unique_ptr<::torch::optim::Optimizer> optimizer_;
   std::unique_ptr<torch::DistributedSampler> sampler_;
-  std::int64_t rank_batch_ = 0, steps_per_epoch_ = 0, total_steps_ = 0, step_ = 0;
+  std::int64_t rank_batch_ = 0, micro_ = 0, steps_per_epoch_ = 0, total_steps_ = 0, step_ = 0;
   std::vector<double> step_losses_;
   MoeRunFigures moe_;
   Clock::time_point last_progress_ = Clock::now();
@@ -76,23 +91,28 @@ class MoeGptTrainer {
 void MoeGptTrainer::set_up() {
   set_threads(config_);
   data_ = load_training_data(config_);
-  // {edp, ep, pp = 1, tp}: each tp rank's MoE layers over the EP group of its tp index.
-  mesh_.emplace(world_, moe_mesh_layout(world_.size(), {.ep = config_.moe.ep, .tp = config_.tp}));
+  // {edp, ep, pp, tp}: each stage's and tp rank's MoE layers over the EP group of its stage and tp index.
+  mesh_.emplace(world_, moe_mesh_layout(world_.size(), {.ep = config_.moe.ep, .pp = config_.pp, .tp = config_.tp}));
   ::torch::manual_seed(config_.seed);  // the --ep 1 model's draws, whatever the EP size (moe_gpt_model.h)
   full_ = make_moe_gpt(model_spec(config_, data_->vocabulary(), nullptr), ep(), layer_options(config_.moe));
   model_ = config_.tp > 1 ? make_tensor_parallel_gpt(*full_, tp(), {}) : full_;
   layers_ = moe_layers_of(*model_);
-  // Expert and gate gradients come out identical over tp (same tokens, same experts), so both
-  // sets average over their data-parallel replicas only, never over tp (docs/moe.md).
-  ddp_ = std::make_unique<torch::MoeDataParallel>(dense_dp(), expert_dp(), model_,
-                                                  torch::DdpOptions{.bucket_cap = config_.bucket_mb,
-                                                                    .overlap = config_.overlap,
-                                                                    .registered_buckets = config_.registered_buckets,
-                                                                    .gradient_as_bucket_view = config_.bucket_views});
-  optimizer_ = make_optimizer(config_, model_->parameters());
   sampler_ = std::make_unique<torch::DistributedSampler>(data_->train_size(), dense_dp().size(), dense_dp().rank(),
                                                          torch::SamplerOptions{.seed = config_.seed});
   rank_batch_ = config_.batch / dense_dp().size();
+  micro_ = rank_batch_ / config_.microbatches;
+  if (config_.pp > 1) build_pipeline();
+  // What trains here: the whole model_, or with --pp this stage's layers. Expert and gate
+  // gradients come out identical over tp (same tokens, same experts), so both sets average over
+  // their data-parallel replicas only, never over tp (docs/moe.md). The pipeline's micro-batches
+  // run several backwards per step, so its gradients are averaged after the last (no overlap).
+  std::shared_ptr<::torch::nn::Module> trained = pipeline_ ? pipeline_->module() : model_;
+  ddp_ = std::make_unique<torch::MoeDataParallel>(dense_dp(), expert_dp(), trained,
+                                                  torch::DdpOptions{.bucket_cap = config_.bucket_mb,
+                                                                    .overlap = config_.overlap && !pipeline_,
+                                                                    .registered_buckets = config_.registered_buckets,
+                                                                    .gradient_as_bucket_view = config_.bucket_views});
+  optimizer_ = make_optimizer(config_, trained->parameters());
   steps_per_epoch_ = sampler_->shard_size() / rank_batch_;
   if (steps_per_epoch_ == 0) {
     throw InvalidArgument({.rank = world_.rank(), .op = "braid-train"},
@@ -103,6 +123,22 @@ void MoeGptTrainer::set_up() {
   const MoeTrainConfig& m = config_.moe;
   moe_ = {.ep = m.ep, .experts = m.experts, .top_k = m.top_k, .capacity_factor = m.capacity_factor,
           .tokens_per_step = config_.batch * config_.gpt_size().context * static_cast<std::int64_t>(layers_.size())};
+}
+
+void MoeGptTrainer::build_pipeline() {
+  std::vector<std::int64_t> example(static_cast<std::size_t>(micro_));
+  std::iota(example.begin(), example.end(), std::int64_t{0});
+  pipeline_ = std::make_unique<MoeGptPipeline>(
+      mesh_->group("pp"), model_->layers(),
+      MoeGptPipelineOptions{
+          .schedule = schedule_of(config_),
+          .stage = mesh_->coordinate("pp"),
+          .example_input = data_->train_batch(example).input,
+          .input = [this](int mb) { return current_.input.narrow(0, mb * micro_, micro_); },
+          .loss = [this](int mb, const ::torch::Tensor& output) {
+            ::torch::Tensor target = current_.target.narrow(0, mb * micro_, micro_);
+            return cross_entropy(output, target, /*sum=*/false) / static_cast<double>(config_.microbatches);
+          }});
 }
 
 std::int64_t MoeGptTrainer::dropped_tokens() const {
@@ -128,28 +164,48 @@ double MoeGptTrainer::train_step(std::span<const std::int64_t> indices, EpochFig
   std::int64_t dropped_before = dropped_tokens();
   double alltoall_before = alltoall_seconds();
   ddp_->zero_grad();
-  Batch batch = data_->train_batch(indices);
-  ::torch::Tensor logits = model_->forward(batch.input);  // first: it sets the layers' auxiliary losses
-  ::torch::Tensor loss = cross_entropy(logits, batch.target, /*sum=*/false) + moe_auxiliary_loss(layers_);
-  loss.backward();
+  double loss_value = pipeline_ ? pipeline_step(indices, figures) : whole_batch_step(indices, figures);
   GradSyncStats stats = ddp_->synchronize();
-  double loss_value = loss.item<double>();
-  step_losses_.push_back(check_loss_is_finite(world_, config_, loss_value, step_ + 1) / world_.size());
   optimizer_->step();
   double seconds = seconds_since(start);
   figures.step_seconds += seconds;
   figures.communication_seconds += stats.communication_seconds;
   figures.exposed_seconds += stats.exposed_seconds;
-  moe_.dropped_tokens_per_step.push_back(sum_over(dense_dp(), dropped_tokens() - dropped_before));  // tp ranks drop alike
+  moe_.dropped_tokens_per_step.push_back(sum_over(world_, once_per_tp_group(dropped_tokens() - dropped_before)));
   moe_.alltoall_seconds_per_step.push_back(alltoall_seconds() - alltoall_before);
   moe_.step_seconds.push_back(seconds);
   return loss_value;
+}
+
+// The replica's batch in one forward and backward (every rank holds the loss).
+double MoeGptTrainer::whole_batch_step(std::span<const std::int64_t> indices, EpochFigures&) {
+  Batch batch = data_->train_batch(indices);
+  ::torch::Tensor logits = model_->forward(batch.input);  // first: it sets the layers' auxiliary losses
+  ::torch::Tensor loss = cross_entropy(logits, batch.target, /*sum=*/false) + moe_auxiliary_loss(layers_);
+  loss.backward();
+  double loss_value = loss.item<double>();
+  step_losses_.push_back(check_loss_is_finite(world_, config_, loss_value, step_ + 1) / world_.size());
+  return loss_value;
+}
+
+// The replica's batch as m micro-batches through the stages. Each stage holds its part of the
+// loss (its MoE layers' auxiliary losses, the last one the task loss too); their sum over the
+// pipeline is the replica's loss, counted once per TP group.
+double MoeGptTrainer::pipeline_step(std::span<const std::int64_t> indices, EpochFigures& figures) {
+  current_ = data_->train_batch(indices);
+  parallel::StepReport report = pipeline_->run_step();
+  figures.communication_seconds += report.wait_seconds;  // pipeline bubble and transfers
+  figures.exposed_seconds += report.wait_seconds;
+  double part = mesh_->coordinate("tp") == 0 ? pipeline_->take_loss_sum() : 0.0;
+  step_losses_.push_back(check_loss_is_finite(world_, config_, part, step_ + 1) / dense_dp().size());
+  return part;
 }
 
 // Each data-parallel replica evaluates a slice of the test set (its tp ranks the same one), in
 // the same number of forwards on every rank: the MoE layers are collective over the EP group (a
 // rank with a shorter slice still joins).
 void MoeGptTrainer::evaluate(EpochFigures& figures) {
+  if (pipeline_) pipeline_->share_layers();  // every rank evaluates the whole model
   ::torch::NoGradGuard no_grad;
   model_->eval();
   std::int64_t n = data_->test_size(), world = dense_dp().size(), rank = dense_dp().rank();
@@ -175,11 +231,14 @@ void MoeGptTrainer::evaluate(EpochFigures& figures) {
 void MoeGptTrainer::finish(RunSummary& summary) {
   for (const auto& layer : layers_) {
     std::vector<std::int64_t> load = layer->stats().routed_per_expert;
-    allreduce(dense_dp(), load.data(), load.data(), static_cast<std::int64_t>(load.size()), DType::kI64, ReduceOp::kSum);
+    for (std::int64_t& n : load) n = once_per_tp_group(n);  // other stages' layers hold zeros here
+    allreduce(world_, load.data(), load.data(), static_cast<std::int64_t>(load.size()), DType::kI64, ReduceOp::kSum);
     moe_.load.push_back(load);
   }
   summary.moe = moe_;
-  torch::ModelStateBytes state = torch::model_state_bytes(model_->parameters(), optimizer_.get());  // this rank's
+  torch::ModelStateBytes state = torch::model_state_bytes(  // this rank's (its stage's)
+      pipeline_ ? pipeline_->parameters() : model_->parameters(), optimizer_.get());
+  if (pipeline_) pipeline_->share_layers();  // the stages' trained layers, for the digest and --export
   summary.model_state = {.parameters = state.parameters, .gradients = state.gradients,
                          .optimizer_state = state.optimizer_state};
   if (config_.tp > 1) unshard_tensor_parallel_gpt(*model_, *full_);  // the TP shards gathered into full_
@@ -229,7 +288,9 @@ RunSummary MoeGptTrainer::run() {
       }
     }
     figures.samples = figures.steps * config_.batch;
-    figures.train_loss = mean_over_ranks(world_, loss_sum, static_cast<double>(figures.steps));
+    // With --pp each rank's losses are parts of its replica's: one count per replica.
+    bool counts = !pipeline_ || (mesh_->coordinate("tp") == 0 && mesh_->coordinate("pp") == config_.pp - 1);
+    figures.train_loss = mean_over_ranks(world_, loss_sum, counts ? static_cast<double>(figures.steps) : 0.0);
     figures.seconds = seconds_since(start);
     evaluate(figures);
     say(world_, epoch_line(figures, /*classification=*/false));

@@ -363,7 +363,8 @@ void validate(const TrainConfig& c, int world) {
   validate_zero(c);
   validate_precision(c);
   validate_tensor_parallel(c);
-  if (c.uses_mesh() && c.model != "moe-gpt") validate_mesh(c, world);  // moe-gpt's mesh: validate_moe
+  // moe-gpt's mesh: validate_moe; its pipeline (--pp) also splits the batch into micro-batches
+  if ((c.uses_mesh() && c.model != "moe-gpt") || (c.model == "moe-gpt" && c.pp > 1)) validate_mesh(c, world);
   if (c.batch % (world * c.accumulate) != 0 && !c.uses_mesh() && c.model != "moe-gpt") {
     bad(fmt::format("--batch {} is not divisible by the world size {} x --accumulate {}: every rank must get the "
                     "same number of samples per micro-batch",

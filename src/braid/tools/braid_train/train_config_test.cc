@@ -252,8 +252,9 @@ TEST(TrainConfig, PrecisionFingerprintsAndRefusals) {
           "--precision fp16: with --zero-pp qwz");
 }
 
-// moe-gpt on the mesh edp x ep x tp: --ep divides world / (tp x pp), the batch splits over the
-// replicas, --pp and --sp are refused (docs/moe.md).
+// moe-gpt on the mesh edp x ep x pp x tp: --ep divides world / (tp x pp), the batch splits over
+// the replicas (and with --pp their micro-batches), zero-bubble schedules, --dropout and --sp are
+// refused (docs/moe.md).
 TEST(TrainConfig, MoeGptMeshShapesAndWhatTheyRefuse) {
   auto moe = [](std::vector<std::string> extra) {
     std::vector<std::string> args = {"--model", "moe-gpt"};
@@ -277,7 +278,18 @@ TEST(TrainConfig, MoeGptMeshShapesAndWhatTheyRefuse) {
   EXPECT_NE(error_of(moe({"--ep", "4", "--experts", "6", "--tp", "2"}), 8).find("--experts 6: must be at least 1 and "
                                                                                  "divisible by --ep 4"),
             std::string::npos);
-  EXPECT_NE(error_of(moe({"--pp", "2"}), 4).find("--pp with --model moe-gpt"), std::string::npos);
+  // --pp: the EP groups inside each stage's data-parallel ranks, the replica batch over --microbatches.
+  EXPECT_EQ(error_of(moe({"--pp", "2", "--ep", "2", "--microbatches", "2"}), 4), "");
+  EXPECT_EQ(error_of(moe({"--pp", "2", "--tp", "2", "--ep", "2", "--microbatches", "1"}), 8), "");
+  EXPECT_NE(error_of(moe({"--pp", "2", "--ep", "4"}), 4)
+                .find("--ep 4: must be at least 1 and divide the data-parallel size world / (tp x pp) = 4 / (1 x 2)"),
+            std::string::npos);
+  EXPECT_NE(error_of(moe({"--pp", "2", "--ep", "2", "--microbatches", "3"}), 4)
+                .find("--batch 8 is not divisible by 2 data-parallel replicas x --microbatches 3"),
+            std::string::npos);
+  EXPECT_NE(error_of(moe({"--pp", "2", "--schedule", "zb1"}), 4).find("--schedule zb1 with --model moe-gpt"),
+            std::string::npos);
+  EXPECT_NE(error_of(moe({"--pp", "2", "--dropout", "0.1"}), 4).find("--dropout with --model moe-gpt"), std::string::npos);
   EXPECT_NE(error_of(moe({"--tp", "2", "--sp"}), 4).find("--sp with --model moe-gpt"), std::string::npos);
 }
 
