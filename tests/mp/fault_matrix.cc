@@ -20,6 +20,8 @@ const std::vector<MatrixRow>& matrix_rows() {
       {"pairwise", "alltoall", "scattered"},
       {"pairwise", "gather", "linear"},              {"pairwise", "scatter", "linear"},
       {"hierarchical", "allreduce", "hierarchical", 2}, {"hierarchical", "allreduce", "host_striped", 2},
+      // 9 MiB: host_striped in pieces, a stripe's allreduce in flight on its queue at the fault
+      {"hierarchical", "allreduce", "host_striped", 2, 9 << 18},
       {"compressed", "compressed", "int8"},
   };
   return rows;

@@ -4,6 +4,7 @@
 // Pure data and arithmetic, so the matrix can be printed and counted without running it.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,7 @@ struct MatrixRow {
   std::string op;         // BRAID_TEST_OP of the fault-matrix scenario ("compressed": int8 allreduce)
   std::string algorithm;  // BRAID_TEST_ALGO (compressed: the codec)
   int emulated_hosts = 1; // > 1: ranks claim r % hosts as host, so shm and tcp mix
+  std::int64_t block = 0; // f32 elements per rank (per block); 0: the scenario's 4096
 };
 
 struct MatrixFault {

@@ -47,6 +47,7 @@ LaunchOptions cell_options(const MatrixRow& row, const MatrixFault& fault, const
            {"BRAID_TEST_OP", row.op},
            {"BRAID_TEST_ALGO", row.algorithm}};
   if (row.emulated_hosts > 1) o.env["BRAID_TEST_EMULATED_HOSTS"] = std::to_string(row.emulated_hosts);
+  if (row.block > 0) o.env["BRAID_TEST_BLOCK"] = std::to_string(row.block);
   // Ranks ignore SIGTERM (main.cc) and report on their own; a frozen victim is SIGKILLed 1 s
   // after the first report. A stalled one must outlive its stall (2 s, the first report comes
   // at 1 s) to report, so it gets 3.
@@ -137,7 +138,9 @@ void print_matrix(const std::vector<MatrixCell>& cells, const std::vector<CellRe
   }
   std::printf("\n");
   for (int r = 0; r < static_cast<int>(rows.size()); ++r) {
-    std::printf("%-34s", (rows[r].family + " " + rows[r].op + " " + rows[r].algorithm).c_str());
+    std::printf("%-34s", (rows[r].family + " " + rows[r].op + " " + rows[r].algorithm +
+                          (rows[r].block > 0 ? " x" + std::to_string(rows[r].block) : ""))
+                             .c_str());
     for (int f = 0; f < static_cast<int>(faults.size()); ++f) {
       for (int t = 0; t < static_cast<int>(transports.size()); ++t) {
         std::string mark = missing_reason(rows[r], faults[f], transports[t]).empty() ? "." : "--";

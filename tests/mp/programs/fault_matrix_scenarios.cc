@@ -21,7 +21,7 @@ namespace braid::testing {
 
 namespace {
 
-constexpr std::int64_t kBlock = 4096;  // f32 elements per rank (per block for the block operations)
+constexpr std::int64_t kDefaultBlock = 4096;  // f32 elements per rank (per block for the block operations)
 constexpr std::int64_t kCallsAfterFault = 3;
 
 std::string env_or(const char* name, const char* otherwise) {
@@ -31,13 +31,15 @@ std::string env_or(const char* name, const char* otherwise) {
 
 // Operands for every operation: n blocks in, n blocks out, per-peer counts for alltoallv.
 struct Buffers {
-  explicit Buffers(int n)
-      : send(static_cast<std::size_t>(kBlock * n), 1.0f),
-        recv(static_cast<std::size_t>(kBlock * n)),
-        counts(static_cast<std::size_t>(n), kBlock),
+  Buffers(int n, std::int64_t elements)
+      : block(elements),
+        send(static_cast<std::size_t>(block * n), 1.0f),
+        recv(static_cast<std::size_t>(block * n)),
+        counts(static_cast<std::size_t>(n), block),
         displs(static_cast<std::size_t>(n)) {
-    for (int p = 0; p < n; ++p) displs[static_cast<std::size_t>(p)] = p * kBlock;
+    for (int p = 0; p < n; ++p) displs[static_cast<std::size_t>(p)] = p * block;
   }
+  std::int64_t block;  // BRAID_TEST_BLOCK, or kDefaultBlock
   std::vector<float> send, recv;
   std::vector<std::int64_t> counts, displs;
 };
@@ -54,26 +56,26 @@ void call(Communicator& comm, const std::string& op, const std::string& algo, in
   float* s = b.send.data();
   float* r = b.recv.data();
   if (op == "allreduce") {
-    allreduce(comm, s, r, kBlock, DType::kF32, ReduceOp::kSum, options);
+    allreduce(comm, s, r, b.block, DType::kF32, ReduceOp::kSum, options);
   } else if (op == "reduce_scatter") {
-    reduce_scatter(comm, s, r, kBlock, DType::kF32, ReduceOp::kSum, options);
+    reduce_scatter(comm, s, r, b.block, DType::kF32, ReduceOp::kSum, options);
   } else if (op == "allgather") {
-    allgather(comm, s, r, kBlock, DType::kF32, options);
+    allgather(comm, s, r, b.block, DType::kF32, options);
   } else if (op == "broadcast") {
-    broadcast(comm, s, kBlock, DType::kF32, root, options);
+    broadcast(comm, s, b.block, DType::kF32, root, options);
   } else if (op == "reduce") {
-    reduce(comm, s, r, kBlock, DType::kF32, ReduceOp::kSum, root, options);
+    reduce(comm, s, r, b.block, DType::kF32, ReduceOp::kSum, root, options);
   } else if (op == "gather") {
-    gather(comm, s, r, kBlock, DType::kF32, root, options);
+    gather(comm, s, r, b.block, DType::kF32, root, options);
   } else if (op == "scatter") {
-    scatter(comm, s, r, kBlock, DType::kF32, root, options);
+    scatter(comm, s, r, b.block, DType::kF32, root, options);
   } else if (op == "alltoall") {
-    alltoall(comm, s, r, kBlock, DType::kF32, options);
+    alltoall(comm, s, r, b.block, DType::kF32, options);
   } else if (op == "alltoallv") {
     alltoallv(comm, s, b.counts.data(), b.displs.data(), r, b.counts.data(), b.displs.data(), DType::kF32, options);
   } else if (op == "compressed") {
     compress::CompressedAllreduceOptions copts{.codec = compress::parse_codec_spec(algo)};
-    compress::compressed_allreduce(comm, std::span<float>(b.send.data(), kBlock), state, copts);
+    compress::compressed_allreduce(comm, std::span<float>(b.send.data(), b.block), state, copts);
   } else {
     throw InvalidArgument({.rank = comm.rank(), .op = op}, "fault-matrix: unknown BRAID_TEST_OP");
   }
@@ -87,7 +89,7 @@ int scenario_fault_matrix(Communicator& comm, const Args&) {
   const FaultSpec fault = parse_fault_spec(env_or("BRAID_FAULT", ""));
   const int me = comm.rank();
   RANK_SAY("FAULT-PID rank %d pid %d", me, static_cast<int>(::getpid()));
-  Buffers buffers(comm.size());
+  Buffers buffers(comm.size(), std::stoll(env_or("BRAID_TEST_BLOCK", std::to_string(kDefaultBlock).c_str())));
   compress::CompressionState state;
   const int root = root_for(op, fault.rank, comm.size());
   auto start = std::chrono::steady_clock::now();

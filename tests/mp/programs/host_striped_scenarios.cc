@@ -134,9 +134,11 @@ int scenario_host_striped(Communicator& comm, const Args& args) {
   checks.expect(choose_algorithm(probe, "").name == expected, "the tuner does not pick " + expected);
   if (!striped) check_refused(comm, checks);
   // Counts: fewer than one element per shard, not divisible by 2 or 3, divisible by 2 and 3
-  // (in place on recv for 2 and 3 ranks per host), divisible by 2 only; the last one by the
-  // default choice.
-  for (std::int64_t count : {std::int64_t{1}, std::int64_t{1000003}, std::int64_t{300000}, kLarge}) {
+  // (in place on recv for 2 and 3 ranks per host), divisible by 2 only, and 20 MiB + 4 bytes
+  // (padded, in five 4 MiB pieces of f32 with a shorter last one, two of bf16, the stripe's
+  // allreduces overlapping the host's phases); kLarge by the default choice.
+  constexpr std::int64_t kPieces = (std::int64_t{5} << 20) + 1;
+  for (std::int64_t count : {std::int64_t{1}, std::int64_t{1000003}, std::int64_t{300000}, kPieces, kLarge}) {
     check_sum(comm, checks, count, striped && count != kLarge ? "host_striped" : "", expected);
     if (striped) check_bf16_identical(comm, checks, count);
   }
