@@ -82,8 +82,8 @@ IncomingMessage Matcher::begin_message(const WireHeader& header) {
   auto buffered = std::make_shared<UnexpectedMessage>();
   buffered->key = key;
   buffered->envelope = envelope;
-  buffered->data = std::make_unique_for_overwrite<std::byte[]>(std::max<std::uint64_t>(envelope.bytes, 1));
-  message.dst = MessageBuffer(buffered->data.get());
+  buffered->payload = pool_.take(static_cast<std::size_t>(envelope.bytes));
+  message.dst = MessageBuffer(buffered->payload.data.get());
   message.unexpected = buffered;
   buffered_bytes_ += envelope.bytes;
   unexpected_.push_back(std::move(buffered));
@@ -127,8 +127,10 @@ void Matcher::require_room(const Envelope& envelope) const {
                             peer_, envelope.bytes, gib(envelope.bytes), gib(buffered_bytes_), gib(buffer_limit_)));
 }
 
+// Only delivered (complete) messages are forgotten, so their payload is free to reuse.
 void Matcher::forget(std::deque<std::shared_ptr<UnexpectedMessage>>::iterator it) {
   buffered_bytes_ -= (*it)->envelope.bytes;
+  pool_.give(std::move((*it)->payload));
   unexpected_.erase(it);
 }
 
@@ -140,7 +142,7 @@ void Matcher::check_envelope(const Request& recv, const Envelope& actual) const 
 }
 
 void Matcher::deliver(const UnexpectedMessage& message, Request& recv) {
-  recv.buffer().write(0, message.data.get(), static_cast<std::size_t>(message.envelope.bytes));
+  recv.buffer().write(0, message.payload.data.get(), static_cast<std::size_t>(message.envelope.bytes));
   recv.transferred = message.envelope.bytes;
   recv.finish();
 }

@@ -28,6 +28,7 @@
 #include <optional>
 
 #include "braid/transport/message_header.h"
+#include "braid/transport/payload_pool.h"
 #include "braid/transport/request.h"
 
 namespace braid {
@@ -36,7 +37,7 @@ namespace braid {
 struct UnexpectedMessage {
   MatchKey key;
   Envelope envelope;
-  std::unique_ptr<std::byte[]> data;
+  PayloadBuffer payload;  // from the matcher's pool, back to it once delivered
   bool complete = false;
   RequestPtr waiting_recv;  // a receive posted while the payload was still arriving
 };
@@ -97,6 +98,7 @@ class Matcher {
   std::deque<RequestPtr> posted_;
   std::size_t any_source_posted_ = 0;  // any-source receives in posted_ (claimed or not)
   std::deque<std::shared_ptr<UnexpectedMessage>> unexpected_;
+  PayloadPool pool_;  // delivered messages' buffers, for the next ones
 };
 
 }  // namespace braid
