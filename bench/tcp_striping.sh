@@ -19,7 +19,7 @@
 # Needs root (ip netns, tc); prints "skipped" and exits 0 without.
 #
 # Usage: bench/tcp_striping.sh [--rates "1gbit 10gbit"] [--size 16M] [--streams "1 2 4"]
-# Environment: BUILD_DIR (build), REPEATS (3), RUN_TIMEOUT (300 per run), KEEP_DIR, BURST
+# Environment: BUILD_DIR (build), REPEATS (3), ITERS (3 calls per timed batch), RUN_TIMEOUT (300 per run), KEEP_DIR, BURST
 #   (tbf burst, default 1mb: 256kb starves a 10 Gbit/s bucket between timer ticks).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -43,7 +43,9 @@ for tool in braid-run braid-bench; do
   [ -x "$bin/$tool" ] || { echo "no $bin/$tool" >&2; exit 1; }
 done
 repeats=${REPEATS:-3} run_timeout=${RUN_TIMEOUT:-300}
-iters=(-n 3 -w 1 --repeats 3)  # the same calls for every tool, so CPU per GB compares
+# The same calls for every tool, so CPU per GB compares. ITERS calls per timed batch (3): at
+# 10 Gbit/s the first calls of a run (connections warming, buffers faulted in) weigh on 3.
+iters=(-n "${ITERS:-3}" -w 1 --repeats 3)
 prefix=striping
 export NETNS_PREFIX=$prefix RANKS_PER_HOST=2 SHAPED_BURST=${BURST:-1mb}
 source bench/shaped_link.sh
@@ -106,10 +108,10 @@ for rate in $rates; do
 done
 echo "load after: $(uptime | sed 's/.*load average: //')"
 
-/usr/bin/python3 - "$work/results" "$size" "$streams_list" <<'PY'
+/usr/bin/python3 - "$work/results" "$size" "$streams_list" "${ITERS:-3}" <<'PY'
 import statistics, sys
 from collections import defaultdict
-path, size_arg, streams = sys.argv[1], sys.argv[2], sys.argv[3].split()
+path, size_arg, streams, iters = sys.argv[1], sys.argv[2], sys.argv[3].split(), int(sys.argv[4])
 units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
 size = int(size_arg[:-1]) * units[size_arg[-1]] if size_arg[-1] in units else int(size_arg)
 rows = defaultdict(lambda: ([], []))
@@ -123,7 +125,7 @@ def rate_bytes(r):
     return float(r[:-4]) * (1e9 if r.endswith("gbit") else 1e6) / 8
 n = 4
 factor = {"allreduce": 2 * (n - 1) / n, "alltoall": (n - 1) / n}
-calls = 1 + 3 * 3 + 1  # warm-up, timed batches, the checking call
+calls = 1 + 3 * iters + 1  # warm-up, timed batches, the checking call
 for rate in rates:
     bound_us = size / rate_bytes(rate) * 1e6
     for op in ("allreduce", "alltoall"):
