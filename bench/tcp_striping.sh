@@ -9,7 +9,9 @@
 #     to check the tuner's choice (host_striped at this size on 2 hosts: the s1 run);
 #   - Open MPI's MPI_Allreduce / MPI_Alltoall over its tcp BTL (braid-mpi-collectives, mpirun
 #     in striping0 reaching striping1 through tests/mpi/netns_agent.sh, vader inside a host);
-#   - Gloo's ring allreduce (braid-gloo-allreduce, each rank bound to its host's address).
+#   - Gloo's ring allreduce (braid-gloo-allreduce, each rank bound to its host's address), and
+#     PyTorch's gloo backend alltoall (bench/python/gloo_alltoall.py, each rank's Gloo on its
+#     host's veth; /usr/bin/python3 with torch, skipped without).
 # It prints per (rate, op) the median time, busbw (nccl-tests' factors), the share of the
 # link-rate bound, the ratio to MPI and Gloo, and the CPU seconds (user + system, all ranks
 # and their launcher; not for mpirun, whose ranks run under daemons time cannot see) per GB
@@ -86,12 +88,20 @@ gloo() {  # NAME
     'BRAID_GLOO_ADDR=10.77.0.$((BRAID_RANK / 2 + 1)) exec bench/netns_rank.sh "$@"' sh \
     "$bin/braid-gloo-allreduce" ring -b "$size" -e "$size" "${iters[@]}" --store "/tmp/$prefix-gloo"
 }
+gloo_alltoall() {  # NAME
+  timed "$1" "$bin/braid-run" --no-prefix -n 4 --master-addr 10.77.0.1 --master-port 29672 /bin/sh -c \
+    'GLOO_SOCKET_IFNAME='$prefix'v$((BRAID_RANK / 2)) exec bench/netns_rank.sh "$@"' sh \
+    /usr/bin/python3 bench/python/gloo_alltoall.py -b "$size" -n "${ITERS:-3}" -w 1 --repeats 3 \
+    --init tcp://10.77.0.1:29673
+}
 
 echo "tcp_striping: $(date -u '+%F %T') UTC, $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) CPUs," \
      "load: $(uptime | sed 's/.*load average: //'), size $size, $repeats rounds"
 have_mpi=0 have_gloo=0
 [ -x "$bin/braid-mpi-collectives" ] && command -v mpirun >/dev/null && have_mpi=1
 [ -x "$bin/braid-gloo-allreduce" ] && have_gloo=1
+have_torch=0
+/usr/bin/python3 -c 'import torch' 2>/dev/null && have_torch=1
 : > "$work/results"
 for rate in $rates; do
   shaped_link_up $prefix 10.77.0.1 10.77.0.2 "$rate"
@@ -103,6 +113,7 @@ for rate in $rates; do
     for algo in ring hierarchical; do braid "algo-$algo" 1 allreduce --algo "$algo"; done
     if [ $have_mpi = 1 ]; then mpi mpi-allreduce allreduce; mpi mpi-alltoall alltoall; fi
     if [ $have_gloo = 1 ]; then gloo gloo-allreduce; fi
+    if [ $have_torch = 1 ]; then gloo_alltoall gloo-alltoall; fi
   done
   shaped_link_down $prefix
 done
@@ -129,7 +140,7 @@ calls = 1 + 3 * iters + 1  # warm-up, timed batches, the checking call
 for rate in rates:
     bound_us = size / rate_bytes(rate) * 1e6
     for op in ("allreduce", "alltoall"):
-        names = [f"braid-{op}-s{s}" for s in streams] + ([f"algo-{a}" for a in ("ring", "hierarchical")] if op == "allreduce" else []) + [f"mpi-{op}"] + (["gloo-allreduce"] if op == "allreduce" else [])
+        names = [f"braid-{op}-s{s}" for s in streams] + ([f"algo-{a}" for a in ("ring", "hierarchical")] if op == "allreduce" else []) + [f"mpi-{op}", f"gloo-{op}"]
         med = {k: statistics.median(rows[rate, k][0]) for k in names if rows[rate, k][0]}
         print(f"\n# {op}, 2 hosts x 2 ranks, link {rate} (tbf), {size_arg}: bound {bound_us / 1e3:.1f} ms (busbw {factor[op] * size / bound_us / 1e3:.3f} GB/s)")
         print(f"# {'run':<22} {'time(ms)':>9} {'busbw':>7} {'%bound':>7} {'x mpi':>6} {'x gloo':>6} {'cpu s/GB':>8} {'runs':>5}")
@@ -141,5 +152,5 @@ for rate in rates:
             vs = lambda peer: f"{med[peer] / t:6.2f}" if peer in med else f"{'-':>6}"
             # mpirun's ranks run under its daemons, which /usr/bin/time does not see: no CPU figure.
             cpu = f"{statistics.median(rows[rate, k][1]) / (calls * size / 1e9):8.2f}" if not k.startswith("mpi") else f"{'-':>8}"
-            print(f"  {k:<22} {t / 1e3:9.1f} {bus:7.3f} {100 * bound_us / t:7.1f} {vs('mpi-' + op)} {vs('gloo-allreduce') if op == 'allreduce' else '     -'} {cpu} {len(rows[rate, k][0]):5d}")
+            print(f"  {k:<22} {t / 1e3:9.1f} {bus:7.3f} {100 * bound_us / t:7.1f} {vs('mpi-' + op)} {vs('gloo-' + op)} {cpu} {len(rows[rate, k][0]):5d}")
 PY
