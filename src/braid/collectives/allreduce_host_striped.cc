@@ -110,21 +110,28 @@ void allreduce_host_striped(const CollectiveArgs& args) {
   // the host's phases.
   const std::int64_t step = piece_elements(padded, shards, dtype_size(args.dtype));
   auto at = [&](const Piece& piece) { return buffer + args.bytes(piece.offset); };
+  auto shard_of = [shards](std::int64_t count) { return count / shards; };
   auto finish = [&](InFlight& flight) {
     auto [work, piece] = std::move(flight.pieces.front());
     flight.pieces.pop_front();
     work.wait();
-    allgather(host, at(piece), at(piece), piece.count / shards, args.dtype);
+    allgather(host, at(piece), at(piece), shard_of(piece.count), args.dtype);
   };
-  InFlight flight;
-  for (std::int64_t offset = 0; offset < padded; offset += step) {
-    Piece piece{offset, std::min(step, padded - offset)};
-    reduce_scatter(host, at(piece), at(piece), piece.count / shards, args.dtype, op);
-    flight.pieces.emplace_back(iallreduce(groups.stripe(), at(piece), at(piece), piece.count / shards, args.dtype, op),
-                               piece);
-    if (flight.pieces.size() > 1) finish(flight);
+  if (step == padded) {  // one piece: nothing to overlap, so no hand-off to the stripe's queue
+    reduce_scatter(host, buffer, buffer, shard_of(padded), args.dtype, op);
+    allreduce(groups.stripe(), buffer, buffer, shard_of(padded), args.dtype, op);
+    allgather(host, buffer, buffer, shard_of(padded), args.dtype);
+  } else {
+    InFlight flight;
+    for (std::int64_t offset = 0; offset < padded; offset += step) {
+      Piece piece{offset, std::min(step, padded - offset)};
+      reduce_scatter(host, at(piece), at(piece), shard_of(piece.count), args.dtype, op);
+      flight.pieces.emplace_back(
+          iallreduce(groups.stripe(), at(piece), at(piece), shard_of(piece.count), args.dtype, op), piece);
+      if (flight.pieces.size() > 1) finish(flight);
+    }
+    while (!flight.pieces.empty()) finish(flight);
   }
-  while (!flight.pieces.empty()) finish(flight);
   if (buffer != args.recv) std::memcpy(args.recv, buffer, bytes);
 }
 
