@@ -61,10 +61,12 @@ void set_blas_threads(int threads) {
   if (auto set_threads = find<void (*)(int)>("openblas_set_num_threads")) set_threads(threads);
 }
 
+std::string better_blas_core_for_this_cpu() { return better_blas_core(blas_core(), best_blas_core(cpu_features())); }
+
 void restart_with_better_blas_core(char** argv) {
   if (env::get(env::kOpenblasCoretype) || env::get(env::kBlasRestarted)) return;  // the user's choice, or done once
   std::string running = blas_core();
-  std::string better = better_blas_core(running, best_blas_core(cpu_features()));
+  std::string better = better_blas_core_for_this_cpu();
   if (better.empty()) return;
   set(env::kOpenblasCoretype, better);
   set(env::kBlasRestarted, running);

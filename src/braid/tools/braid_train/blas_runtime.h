@@ -25,5 +25,9 @@ void set_blas_threads(int threads);
 // constructor, too late for this process. BRAID_BLAS_RESTARTED keeps it to one restart. Returns
 // when there is nothing better, or exec failed (then blas_description() warns).
 void restart_with_better_blas_core(char** argv);
+// The core restart_with_better_blas_core would choose in this process ("" when OpenBLAS's own
+// choice stands): what a caller that starts braid-train many times can put in
+// OPENBLAS_CORETYPE up front, so that no rank loads LibTorch twice (the test fixtures do).
+std::string better_blas_core_for_this_cpu();
 
 }  // namespace braid::train
