@@ -289,6 +289,7 @@ class GradSync {
   void launch(int bucket) BRAID_REQUIRES(mu_);
   void check_same_model();
   void agree_on_unused(const std::vector<int>& unused);
+  void discard_step();  // a failed step: nothing launched, nothing written back
   void rebuild_from_rank0_order();
 
   Communicator& comm_;
