@@ -10,9 +10,16 @@ SAMPLES_PER_RANK = 64  # a step's batch on every rank
 
 
 def model(name="mlp"):
-    """braid-train's Fashion-MNIST MLP ("mlp": 784-1024-1024-10, 1.86 M parameters) or a wider
-    one ("wide": 784-4096-4096-10, 19.3 M), from seed 0: every replica starts equal."""
+    """braid-train's Fashion-MNIST MLP ("mlp": 784-1024-1024-10, 1.86 M parameters), a wider
+    one ("wide": 784-4096-4096-10, 19.3 M) or braid-train's CNN ("cnn": two conv-BN-ReLU-pool
+    blocks of 32 and 64 channels and two linear layers, 0.42 M; its BatchNorm buffers are
+    broadcast by DDP every step), from seed 0: every replica starts equal."""
     torch.manual_seed(0)
+    if name == "cnn":
+        nn = torch.nn
+        return nn.Sequential(nn.Conv2d(1, 32, 3, padding=1), nn.BatchNorm2d(32), nn.ReLU(), nn.MaxPool2d(2),
+                             nn.Conv2d(32, 64, 3, padding=1), nn.BatchNorm2d(64), nn.ReLU(), nn.MaxPool2d(2),
+                             nn.Flatten(), nn.Linear(64 * 7 * 7, 128), nn.ReLU(), nn.Linear(128, 10))
     width = {"mlp": 1024, "wide": 4096}[name]
     return torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(784, width), torch.nn.ReLU(),
                                torch.nn.Linear(width, width), torch.nn.ReLU(), torch.nn.Linear(width, 10))

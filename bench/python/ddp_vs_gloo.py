@@ -1,8 +1,10 @@
 """PyTorch DDP training throughput on the "braid" backend against gloo, same processes.
 
-    braid-run -n 2 /usr/bin/python3 bench/python/ddp_vs_gloo.py [--rounds 5] [--steps 20] [--hook int8] [--staged]
+    braid-run -n 2 /usr/bin/python3 bench/python/ddp_vs_gloo.py [--model mlp|cnn] [--rounds 5] [--steps 20]
+        [--hook int8] [--staged]
 
-The Fashion-MNIST MLP of braid-train (784-1024-1024-10, 1.86 M parameters) on random
+braid-train's Fashion-MNIST MLP (784-1024-1024-10, 1.86 M parameters; the default) or its CNN
+(0.42 M parameters, far more compute per byte of gradient: ddp_bench_setup.model) on random
 28x28 inputs, 64 samples per rank a step, SGD momentum 0.9, one thread per rank. Each round
 runs --steps steps on a DDP over braid (optionally with a braid comm hook), then the same on a
 DDP over gloo (alternating, so both see the same machine load), and with --staged on a third
@@ -24,6 +26,7 @@ from ddp_bench_setup import SAMPLES_PER_RANK, model, start
 
 def main():
     p = argparse.ArgumentParser()
+    p.add_argument("--model", default="mlp", choices=["mlp", "cnn"])
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--steps", type=int, default=20)
     p.add_argument("--hook", default="", help="a braid.hooks codec for the braid run (default: none)")
@@ -32,10 +35,10 @@ def main():
                         "shared memory instead of read out of the peers' processes)")
     args = p.parse_args()
     rank, size, gloo, x, y = start()
-    runs = {"braid": DDP(model()), "gloo": DDP(model(), process_group=gloo)}
+    runs = {"braid": DDP(model(args.model)), "gloo": DDP(model(args.model), process_group=gloo)}
     if args.staged:
         os.environ["BRAID_CROSS_MEMORY"] = "0"  # read when the group's shared-memory workspace is set up
-        runs["braid-staged"] = DDP(model(), process_group=dist.new_group(backend="braid"))
+        runs["braid-staged"] = DDP(model(args.model), process_group=dist.new_group(backend="braid"))
         del os.environ["BRAID_CROSS_MEMORY"]
     if args.hook:
         state = braid_hooks.CompressionHookState(runs["braid"])
@@ -65,7 +68,7 @@ def main():
         med = {n: statistics.median(v) for n, v in rates.items()}
         label = f"braid{'+' + args.hook if args.hook else ''}"
         ratios = [b / g for b, g in zip(rates["braid"], rates["gloo"])]
-        print(f"RESULT {size} ranks: {label} {med['braid']:.0f} samples/s, gloo {med['gloo']:.0f} samples/s, "
+        print(f"RESULT {size} ranks, {args.model}: {label} {med['braid']:.0f} samples/s, gloo {med['gloo']:.0f} samples/s, "
               f"ratio {med['braid'] / med['gloo']:.2f} (median of the rounds' ratios {statistics.median(ratios):.2f})",
               flush=True)
         if args.staged:
