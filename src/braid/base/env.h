@@ -96,7 +96,7 @@ inline constexpr Variable kShmRingBytes{"BRAID_SHM_RING_BYTES", "524288", "bytes
     power_of_two(4096, kGiB)};
 inline constexpr Variable kShmChunkBytes{"BRAID_SHM_CHUNK_BYTES", "32768", "largest piece a shared-memory send publishes at once (pipelining grain; at most half a ring is used)",
     integer(4096, kGiB)};
-inline constexpr Variable kShmSliceBytes{"BRAID_SHM_SLICE_BYTES", "131072", "per-rank slice of one round of the shared-memory direct allreduce",
+inline constexpr Variable kShmSliceBytes{"BRAID_SHM_SLICE_BYTES", "", "per-rank slice of one round of the shared-memory staged collectives (unset: 131072, or 1048576 where the host's ranks outnumber its CPUs)",
     integer(64, kGiB, 64)};
 inline constexpr Variable kCrossMemory{"BRAID_CROSS_MEMORY", "1", "1: shared-memory collectives on unregistered buffers read peers' memory with one copy (process_vm_readv) where the kernel allows it on every rank; 0: they stage through shared memory",
     one_of("0|1")};

@@ -35,7 +35,7 @@ void allreduce_registered_on(const CollectiveArgs& a, ShmWorkspace& ws, std::uin
     out[static_cast<std::size_t>(q)] = q == r ? a.recv : ws.registered_buffer(q, call, /*recv=*/true, total);
   }
   const ring::Block mine = ring::block(a.count, n, r);
-  const std::int64_t chunk = static_cast<std::int64_t>(ws.slice_bytes() / elem);
+  const std::int64_t chunk = static_cast<std::int64_t>(ws.chunk_bytes() / elem);
   const CopyFunction write_out = copy_for_output(total, n);
   std::byte* scratch = ws.result(r);  // this rank's alone: no peer reads it on this path
   for (std::int64_t first = mine.offset; first < mine.offset + mine.count; first += chunk) {

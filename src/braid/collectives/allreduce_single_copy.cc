@@ -45,8 +45,8 @@ namespace braid::algorithms {
 
 void allreduce_single_copy_on(const CollectiveArgs& a, ShmWorkspace& ws, std::uint64_t call) {
   const int n = a.comm.size(), r = a.comm.rank();
-  const std::size_t slice = ws.slice_bytes();
-  const std::int64_t chunk = static_cast<std::int64_t>(slice / a.elem());
+  const std::size_t slice = ws.slice_bytes();  // the staging slots' spacing
+  const std::int64_t chunk = static_cast<std::int64_t>(ws.chunk_bytes() / a.elem());
   const CopyFunction write_out = copy_for_output(a.bytes(a.count), n);
   const std::size_t total = a.bytes(a.count);
   const ring::Block mine = ring::block(a.count, n, r);

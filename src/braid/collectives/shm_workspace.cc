@@ -62,11 +62,25 @@ std::size_t segment_bytes(int ranks, std::size_t slice_bytes) {
   return kHeaderBytes + 2 * kSmallSlotBytes + (static_cast<std::size_t>(ranks) + 1) * slice_bytes;
 }
 
-// BRAID_SHM_SLICE_BYTES, range-checked by its env.h declaration and bounded by what the
-// machine can give (one segment per rank of the communicator).
+// The slice where BRAID_SHM_SLICE_BYTES is not set. A staged call runs message / (ranks x
+// slice) rounds, each ending in a wait for every peer. With a core per rank a wait costs about
+// a cache-line round trip and small slices keep the staging in the caches (64-128 KiB measured
+// best). Where the host's ranks outnumber its CPUs, each wait is for peers that hold no core,
+// and beside other programs for those programs' time slices as well: 4 ranks on 2 CPUs with
+// two busy loops beside, a 64 MiB allreduce took 533 ms with 128 KiB slices and 79 ms with
+// 1 MiB ones (quiet: 34.6 and 32.4 ms; docs/performance.md, "Staged rounds beside other
+// programs"). Every rank of the host gets the same answer, as the geometry requires.
+constexpr long long kSliceWithACorePerRank = 128 << 10;
+constexpr long long kSliceWhereRanksOutnumberCpus = 1 << 20;
+
+// BRAID_SHM_SLICE_BYTES (range-checked by its env.h declaration) or the default above, bounded
+// by what the machine can give (one segment per rank of the communicator).
 std::size_t configured_slice_bytes(Communicator& comm) {
   try {
-    const long long bytes = env::get_int(env::kShmSliceBytes);
+    const long long bytes = env::get_int_if_set(env::kShmSliceBytes)
+                                .value_or(detail::CollectiveAccess(comm).host_ranks_outnumber_cpus()
+                                              ? kSliceWhereRanksOutnumberCpus
+                                              : kSliceWithACorePerRank);
     const std::size_t ranks = static_cast<std::size_t>(comm.size());
     shm::require_shm_demand({.variable = env::kShmSliceBytes.name, .value = bytes,
                              .total = shm::saturating_product(ranks, segment_bytes(comm.size(), static_cast<std::size_t>(bytes))),
@@ -200,6 +214,10 @@ bool ShmWorkspace::may_read_every_peer() const {
 }
 
 ShmWorkspace::~ShmWorkspace() = default;
+
+std::size_t ShmWorkspace::chunk_bytes() const {
+  return std::min(slice_bytes_, static_cast<std::size_t>(kSliceWithACorePerRank));
+}
 
 ShmWorkspace::Header* ShmWorkspace::header(int rank) const {
   return reinterpret_cast<Header*>(segments_[static_cast<std::size_t>(rank)].data());

@@ -93,9 +93,13 @@ class ShmWorkspace : public CommAttachment {
   // n slices through the workspace: small enough that staging + result of every rank stay in
   // the caches (L2/L3) between being written and read, large enough that the two
   // synchronisations per round are cheap next to the copies. Measured on the 2-core VM
-  // (2026-11-29, 64 MiB): 4 ranks 2.2-2.3 GB/s busbw with 64-128 KiB slices, 1.4 with 512 KiB,
+  // (AMD EPYC, 2026-11-29, 64 MiB): 4 ranks 2.2-2.3 GB/s busbw with 64-128 KiB slices, 1.4 with 512 KiB,
   // 1.1 with 4 MiB (cache footprint beats fewer context switches); 2 ranks flat from 32 KiB.
   std::size_t slice_bytes() const { return slice_bytes_; }
+  // The piece a path without a synchronisation per round (single copy, registered) reduces at
+  // once: the slice, at most 128 KiB, so that its n inputs stay in the caches where the slice
+  // was made large for fewer rounds (ranks outnumbering CPUs, shm_workspace.cc).
+  std::size_t chunk_bytes() const;
   // Every call starts by posting a 64-byte signature in one of two alternating slots (which
   // the peers compare before touching anything else); small messages follow it with their
   // whole input, and every rank reduces all of them itself.

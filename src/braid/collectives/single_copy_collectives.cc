@@ -119,7 +119,7 @@ bool reduce_scatter_single_copy_on(const CollectiveArgs& a, ShmWorkspace& ws, st
   // Chunk by chunk of block r: every peer's chunk into this rank's staging slice for it (no
   // peer reads this rank's staging on this path), then the n contributions in rank order
   // straight into recv, as the staged rounds reduce them (the same bytes).
-  const std::size_t slice = ws.slice_bytes() / a.elem() * a.elem();
+  const std::size_t slice = ws.chunk_bytes() / a.elem() * a.elem();
   auto staged = [&](int q) { return ws.staging(r) + static_cast<std::size_t>(q) * ws.slice_bytes(); };
   const std::byte* own = block_at(a, a.send, r);
   for (std::size_t at = 0; at < block; at += slice) {

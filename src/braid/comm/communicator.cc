@@ -4,6 +4,8 @@
 #include <limits>
 #include <numeric>
 
+#include <unistd.h>
+
 #include <fmt/format.h>
 
 #include "braid/base/splitmix64.h"
@@ -145,6 +147,11 @@ void detail::CollectiveAccess::fail_world(std::exception_ptr error) const { comm
 std::uint64_t detail::CollectiveAccess::bytes_sent() const { return comm_.world_->fabric->bytes_sent(); }
 
 const std::string& detail::CollectiveAccess::job_id() const { return comm_.world_->job_id; }
+
+bool detail::CollectiveAccess::host_ranks_outnumber_cpus() const {
+  const World& world = *comm_.world_;
+  return world.topology.local_size(world.info.rank) > static_cast<int>(std::max(1L, ::sysconf(_SC_NPROCESSORS_ONLN)));
+}
 
 std::string_view Communicator::transport_to(int peer) const {
   if (peer < 0 || peer >= size()) {

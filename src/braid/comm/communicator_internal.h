@@ -72,6 +72,10 @@ class CollectiveAccess {
   Fabric& fabric() const;
   // Names this job's shared-memory segments (/dev/shm/braid-<job id>-*, removed by braid-run).
   const std::string& job_id() const;
+  // Whether this host runs more of the world's ranks than it has CPUs online: the same answer
+  // on every rank of the host (the Fabric's yield_while_spinning follows each rank's own CPU
+  // mask and may differ), for what the ranks of a host must agree on.
+  bool host_ranks_outnumber_cpus() const;
   // Poisons this process's connections with `error` (every pending operation on every
   // communicator fails with it, every other rank is told) and throws it: for an algorithm that
   // finds a peer's data unusable after it arrived (a corrupt compressed payload). If already
