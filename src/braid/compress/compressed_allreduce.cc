@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "braid/base/env.h"
+#include "braid/base/fnv1a.h"
 #include "braid/base/splitmix64.h"
 #include "braid/collectives/collectives.h"
 #include "braid/collectives/fault_point.h"
@@ -55,9 +56,9 @@ bool host_striped_default(CodecId codec) {
 // the name (std::hash may differ between standard libraries), stepped `step` times along the
 // SplitMix64 sequence and mixed by its finaliser (base/splitmix64.h).
 std::uint64_t call_seed(const std::string& name, std::int64_t step) {
-  std::uint64_t h = 0xcbf29ce484222325ull;
-  for (unsigned char c : name) h = (h ^ c) * 0x100000001b3ull;
-  return SplitMix64(h + 0x9e3779b97f4a7c15ull * static_cast<std::uint64_t>(step)).next();
+  Fnv1a h;
+  h.add(name);
+  return SplitMix64(h.value() + 0x9e3779b97f4a7c15ull * static_cast<std::uint64_t>(step)).next();
 }
 
 }  // namespace

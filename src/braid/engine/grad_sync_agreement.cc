@@ -11,32 +11,20 @@
 #include <fmt/format.h>
 
 #include "braid/base/error.h"
+#include "braid/base/fnv1a.h"
 #include "braid/collectives/collectives.h"
 #include "braid/engine/grad_sync.h"
 #include "braid/engine/readiness_tracker.h"
 
 namespace braid {
 
-namespace {
-
-// FNV-1a over the registered counts: equal on every rank that registered the same model.
-std::uint64_t model_signature(const std::vector<std::int64_t>& counts) {
-  std::uint64_t h = 0xcbf29ce484222325ull;
-  for (std::int64_t c : counts) {
-    for (int b = 0; b < 8; ++b) h = (h ^ ((static_cast<std::uint64_t>(c) >> (8 * b)) & 0xff)) * 0x100000001b3ull;
-  }
-  return h;
-}
-
-}  // namespace
-
 // Every rank registered the same parameter sizes: one allgather of a signature, at the first
 // finish(). A different model on one rank would otherwise surface as a confusing size mismatch
 // inside some bucket's allreduce, or not at all.
 void GradSync::check_same_model() {
-  std::vector<std::int64_t> counts;
-  for (const Param& p : params_) counts.push_back(p.count);
-  std::uint64_t mine = model_signature(counts);
+  Fnv1a signature;  // over the registered counts: equal on every rank that registered the same model
+  for (const Param& p : params_) signature.add(p.count);
+  std::uint64_t mine = signature.value();
   std::vector<std::uint64_t> all(static_cast<std::size_t>(comm_.size()));
   allgather(comm_, &mine, all.data(), 1, DType::kI64);
   for (int r = 0; r < comm_.size(); ++r) {

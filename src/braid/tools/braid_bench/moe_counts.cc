@@ -1,15 +1,14 @@
 #include "moe_counts.h"
 
+#include "braid/base/fnv1a.h"
+#include "braid/base/splitmix64.h"
+
 namespace braid::bench {
 
 namespace {
 
-std::uint64_t splitmix64(std::uint64_t x) {
-  std::uint64_t z = x + 0x9E3779B97F4A7C15ull;
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
+// The first output of SplitMix64 seeded with x (the C peer's splitmix64(x)).
+std::uint64_t splitmix64(std::uint64_t x) { return SplitMix64(x).next(); }
 
 }  // namespace
 
@@ -31,14 +30,9 @@ std::vector<std::int64_t> moe_token_matrix(std::int64_t tokens, int n, std::uint
 }
 
 std::uint64_t moe_digest(const std::vector<std::int64_t>& matrix) {
-  std::uint64_t hash = 0xcbf29ce484222325ull;
-  for (std::int64_t v : matrix) {
-    for (int b = 0; b < 8; ++b) {
-      hash ^= (static_cast<std::uint64_t>(v) >> (8 * b)) & 0xFF;
-      hash *= 0x100000001b3ull;
-    }
-  }
-  return hash;
+  Fnv1a digest;
+  for (std::int64_t v : matrix) digest.add(v);
+  return digest.value();
 }
 
 MoeLayout moe_layout(const std::vector<std::int64_t>& tokens, int n, int rank) {
