@@ -72,7 +72,7 @@ void wait_for(const std::atomic<int>& counter, int target) {
   while (counter.load() < target) ::sched_yield();
 }
 
-// Copies block (from -> to) of call `call` from rank `me`'s side: pushed when me sends it.
+// Copies block (from -> to) from rank `me`'s side: pushed when `me` sends it, else pulled.
 void copy_block(Shared& s, int me, int from, int to, std::size_t block) {
   const bool push = from == me;
   const int peer = push ? to : from;
