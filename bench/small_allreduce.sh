@@ -57,7 +57,7 @@ for n in ${WORLD_SIZES:-2 4}; do
       for (i = 2; i <= n; i++) { x = list[i]; for (j = i - 1; j >= 1 && list[j] > x; j--) list[j + 1] = list[j]; list[j + 1] = x }
       for (i = 1; i <= n; i++) {
         printf "%10d", list[i]
-        for (k = 1; k <= m; k++) { med[k] = median(v[names[k] " " list[i]]); printf " %10.1f", med[k] }
+        for (k = 1; k <= m; k++) { med[k] = median(v[names[k] " " list[i]]); printf " %10.2f", med[k] }
         printf " %10.2f\n", (med[m] > 0 ? med[1] / med[m] : 0)
       }
     }'

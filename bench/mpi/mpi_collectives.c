@@ -535,7 +535,7 @@ int main(int argc, char** argv) {
                     .time_us = seconds * 1e6, .algbw = algbw, .busbw = algbw * factor,
                     .wrong = wrong};
     if (rank == 0) {
-      printf("  %12lld %11lld %5s %6s %11.1f %12.2f %12.2f %7lld\n", rows[k].size, rows[k].count,
+      printf("  %12lld %11lld %5s %6s %11.2f %12.2f %12.2f %7lld\n", rows[k].size, rows[k].count,
              "f32", info->redop, rows[k].time_us, rows[k].algbw, rows[k].busbw, wrong);
       fflush(stdout);
     }

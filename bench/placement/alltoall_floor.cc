@@ -21,7 +21,8 @@
 //   braid-alltoall-floor [--ranks 4] [--bytes 1M] [--iterations 2000] [--batch 100] [--rounds 3]
 //
 // --bytes is what each rank sends in all (its own block included), as braid-bench's alltoall
-// size. Every round runs each mode once, in turn (fresh processes each time). Timed as
+// size. --bytes 0 copies nothing: what is left is the synchronisation alone, the floor of any
+// one-host collective of a few bytes (an 8-byte allreduce needs one barrier per call: yield). Every round runs each mode once, in turn (fresh processes each time). Timed as
 // braid-bench times a collective: batches of --batch calls, a batch's time that of its slowest
 // rank, divided by the calls; printed per mode, the median and 10th percentile over the rounds'
 // batches.
@@ -74,6 +75,7 @@ void wait_for(const std::atomic<int>& counter, int target) {
 
 // Copies block (from -> to) from rank `me`'s side: pushed when `me` sends it, else pulled.
 void copy_block(Shared& s, int me, int from, int to, std::size_t block) {
+  if (block == 0) return;
   const bool push = from == me;
   const int peer = push ? to : from;
   iovec local{push ? s.send[me] + block * static_cast<std::size_t>(to) : s.recv[me] + block * static_cast<std::size_t>(from), block};
@@ -115,8 +117,9 @@ void claimed_call(Shared& s, int n, int me, long call, std::size_t block) {
 // Runs `iterations` calls in batches of `batch`; batch b's seconds per call into seconds[b].
 void rank_main(Shared& s, Mode mode, int n, int me, std::size_t bytes, int iterations, int batch, double* seconds) {
   const std::size_t block = bytes / static_cast<std::size_t>(n);
-  auto* send = static_cast<std::byte*>(std::aligned_alloc(4096, bytes));
-  auto* recv = static_cast<std::byte*>(std::aligned_alloc(4096, bytes));
+  const std::size_t allocated = std::max<std::size_t>(bytes, 4096);
+  auto* send = static_cast<std::byte*>(std::aligned_alloc(4096, allocated));
+  auto* recv = static_cast<std::byte*>(std::aligned_alloc(4096, allocated));
   std::memset(send, me + 1, bytes);
   std::memset(recv, 0, bytes);
   s.pid[me] = ::getpid();
@@ -211,7 +214,7 @@ int main(int argc, char** argv) {
   int ranks = 4, iterations = 2000, batch = 100, rounds = 3;
   std::string bytes_text = "1M";
   app.add_option("--ranks", ranks, "processes")->check(CLI::Range(2, kMaxRanks));
-  app.add_option("--bytes", bytes_text, "bytes each rank sends in all, own block included (K, M suffixes)");
+  app.add_option("--bytes", bytes_text, "bytes each rank sends in all, own block included (K, M suffixes); 0: the synchronisation alone");
   app.add_option("--iterations", iterations, "calls per run")->check(CLI::PositiveNumber);
   app.add_option("--batch", batch, "calls per timed batch")->check(CLI::PositiveNumber);
   app.add_option("--rounds", rounds, "runs of each mode, in turn")->check(CLI::PositiveNumber);
@@ -233,7 +236,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (bytes % (static_cast<std::size_t>(ranks) * 4096) != 0) {
-    std::fprintf(stderr, "braid-alltoall-floor: --bytes must be a multiple of ranks x 4096\n");
+    std::fprintf(stderr, "braid-alltoall-floor: --bytes must be 0 or a multiple of ranks x 4096\n");
     return 2;
   }
   std::vector<std::vector<double>> times(kModes);
@@ -244,7 +247,7 @@ int main(int argc, char** argv) {
               ranks, bytes, rounds, iterations, batch);
   std::printf("%-8s %10s %10s\n", "mode", "median", "p10");
   for (int m = 0; m < kModes; ++m) {
-    std::printf("%-8s %10.1f %10.1f\n", kModeNames[m], percentile(times[static_cast<std::size_t>(m)], 0.5),
+    std::printf("%-8s %10.2f %10.2f\n", kModeNames[m], percentile(times[static_cast<std::size_t>(m)], 0.5),
                 percentile(times[static_cast<std::size_t>(m)], 0.1));
   }
   return 0;

@@ -2,19 +2,6 @@
 
 namespace braid {
 
-std::size_t dtype_size(DType dtype) {
-  switch (dtype) {
-    case DType::kF32: return 4;
-    case DType::kF64: return 8;
-    case DType::kF16: return 2;
-    case DType::kBF16: return 2;
-    case DType::kI32: return 4;
-    case DType::kI64: return 8;
-    case DType::kU8: return 1;
-  }
-  return 1;
-}
-
 std::string_view dtype_name(DType dtype) {
   switch (dtype) {
     case DType::kF32: return "f32";

@@ -30,7 +30,7 @@ void allreduce_one_shot_on(const CollectiveArgs& a, ShmWorkspace& ws) {
     const std::int64_t m = std::min(per_round, a.count - first);
     const std::size_t offset = static_cast<std::size_t>(first) * elem;
     const std::uint64_t call = ws.post_call(a, {a.send + offset, static_cast<std::size_t>(m) * elem});
-    auto input = [&](int q) { return ws.posted_input(q, call); };
+    auto input = [&](int q) { return ws.posted_input(q, call, static_cast<std::size_t>(m) * elem); };
     reduce_in_rank_order(a.recv + offset, n, input, m, a.dtype, a.reduce_op);
   }
 }

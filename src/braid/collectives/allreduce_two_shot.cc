@@ -32,7 +32,7 @@ void two_shot_round(const CollectiveArgs& a, ShmWorkspace& ws, std::int64_t firs
 
   const ring::Block mine = ring::block(m, n, r);
   const std::size_t at = static_cast<std::size_t>(mine.offset) * elem;
-  auto input = [&](int q) { return ws.posted_input(q, call) + at; };
+  auto input = [&](int q) { return ws.posted_input(q, call, static_cast<std::size_t>(m) * elem) + at; };
   reduce_in_rank_order(ws.reduced_blocks(r, call) + at, n, input, mine.count, a.dtype, a.reduce_op);
   ws.publish(ShmPhase::kGathered, call);
   ws.wait_for_peers(ShmPhase::kGathered, call, ws.deadline());

@@ -77,10 +77,15 @@ std::vector<std::int64_t> posted_row(const CollectiveArgs& a) {
   return row;
 }
 
+// Rank q's posted row, in a world of n.
+const std::byte* posted_row_of(const ShmWorkspace& ws, std::uint64_t call, int q, int n) {
+  return ws.posted_input(q, call, posted_values(n) * sizeof(std::int64_t));
+}
+
 // Value `i` of rank q's posted row.
-std::int64_t posted_value(const ShmWorkspace& ws, std::uint64_t call, int q, std::size_t i) {
+std::int64_t posted_value(const ShmWorkspace& ws, std::uint64_t call, int q, int n, std::size_t i) {
   std::int64_t value;
-  std::memcpy(&value, ws.posted_input(q, call) + i * sizeof value, sizeof value);
+  std::memcpy(&value, posted_row_of(ws, call, q, n) + i * sizeof value, sizeof value);
   return value;
 }
 
@@ -89,7 +94,7 @@ AlltoallvCounts posted_counts(const ShmWorkspace& ws, std::uint64_t call, int n)
   AlltoallvCounts counts(n);
   std::vector<std::int64_t> row(2 * static_cast<std::size_t>(n));
   for (int q = 0; q < n; ++q) {
-    std::memcpy(row.data(), ws.posted_input(q, call), row.size() * sizeof(std::int64_t));
+    std::memcpy(row.data(), posted_row_of(ws, call, q, n), row.size() * sizeof(std::int64_t));
     counts.set_row(q, row.data());
   }
   return counts;
@@ -128,7 +133,7 @@ std::optional<SingleCopyPlan> single_copy_plan(const CollectiveArgs& a, const Sh
   // Pulled: where q's block for this rank starts in q's send; pushed: where this rank's block
   // starts in q's recv.
   const std::size_t column = (plan.push ? 3 : 2) * static_cast<std::size_t>(n) + static_cast<std::size_t>(r);
-  for (int q = 0; q < n; ++q) plan.peer_displs.push_back(posted_value(ws, call, q, column));
+  for (int q = 0; q < n; ++q) plan.peer_displs.push_back(posted_value(ws, call, q, n, column));
   return plan;
 }
 

@@ -66,7 +66,7 @@ void broadcast_shm_direct(const CollectiveArgs& args) {
   if (args.bytes(args.count) <= ShmWorkspace::kSmallBytes) {
     const bool root = args.comm.rank() == args.root;
     const std::uint64_t call = ws.post_call(args, root ? args.recv : nullptr);
-    if (!root) std::memcpy(args.recv, ws.small_slot(args.root, call) + ShmWorkspace::kSignatureBytes, args.bytes(args.count));
+    if (!root) std::memcpy(args.recv, ws.posted_input(args.root, call, args.bytes(args.count)), args.bytes(args.count));
     return;
   }
   const std::uint64_t call = ws.post_call_registered(args, 0, args.bytes(args.count));

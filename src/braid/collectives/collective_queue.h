@@ -75,6 +75,7 @@ class CollectiveQueue : public CommAttachment {
 
   void quiesce() noexcept override { drain(); }
   void before_collective() noexcept override { drain(); }
+  bool wants_before_collective() const noexcept override { return true; }
 
  private:
   // The tasks and who runs them (collective_queue.cc), shared with the Works submit() hands

@@ -40,7 +40,7 @@ namespace {
 void small_reduce_scatter(const CollectiveArgs& a, ShmWorkspace& ws, std::size_t input_bytes) {
   const int n = a.comm.size(), r = a.comm.rank();
   const std::uint64_t call = ws.post_call(a, std::span<const std::byte>(a.send, input_bytes));
-  auto input = [&](int q) { return block_at(a, ws.small_slot(q, call) + ShmWorkspace::kSignatureBytes, r); };
+  auto input = [&](int q) { return block_at(a, ws.posted_input(q, call, input_bytes), r); };
   reduce_in_rank_order(a.recv, n, input, a.count, a.dtype, a.reduce_op);
 }
 

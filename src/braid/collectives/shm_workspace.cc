@@ -27,7 +27,8 @@ namespace braid {
 namespace {
 
 constexpr std::uint32_t kWorkspaceMagic = 0x57445242;  // "BRDW"
-constexpr std::uint32_t kWorkspaceVersion = 3;  // 2: call slots of kFastBytes x 2, kGathered; 3: single copy
+// 2: call slots of kFastBytes x 2, kGathered; 3: single copy; 4: the posted word and inline inputs in the slot
+constexpr std::uint32_t kWorkspaceVersion = 4;
 constexpr std::size_t kHeaderBytes = 4096;
 // Polls with a pause between them per clock read of a spin that does not yield
 // (spin_until_reached): ~256 x 40-140 cycles, a few microseconds.
@@ -52,11 +53,15 @@ const char* phase_name(ShmPhase phase) {
   return "progress";
 }
 
-constexpr std::size_t kSmallSlotBytes = ShmWorkspace::kSignatureBytes + 2 * ShmWorkspace::kFastBytes;
+constexpr std::size_t kSmallSlotBytes = ShmWorkspace::kSlotHeaderBytes + 2 * ShmWorkspace::kFastBytes;
 static_assert(ShmWorkspace::kSmallBytes <= ShmWorkspace::kFastBytes);
-// Where a slot's ShmRegistrations lie: behind the signature, within kSignatureBytes.
-constexpr std::size_t kRegistrationsAt = 32;
-static_assert(kRegistrationsAt + sizeof(ShmRegistrations) <= ShmWorkspace::kSignatureBytes);
+// A slot's first cache line: the signature at 0, the posted word (the last call posted in this
+// slot: ShmPhase::kPosted's progress) and an inline input. Its second: the registrations.
+constexpr std::size_t kPostedAt = 24;
+constexpr std::size_t kInlineAt = 32;
+constexpr std::size_t kRegistrationsAt = 64;
+static_assert(sizeof(ShmCallSignature) <= kPostedAt && kInlineAt + ShmWorkspace::kInlineBytes <= 64);
+static_assert(kRegistrationsAt + sizeof(ShmRegistrations) <= ShmWorkspace::kSlotHeaderBytes);
 
 std::size_t segment_bytes(int ranks, std::size_t slice_bytes) {
   return kHeaderBytes + 2 * kSmallSlotBytes + (static_cast<std::size_t>(ranks) + 1) * slice_bytes;
@@ -122,7 +127,8 @@ struct ShmWorkspace::Header {
   // 1 once the owner found at set-up that it may read every peer's memory (written before its
   // second set-up message, read by the peers after they received it).
   std::atomic<std::uint32_t> reads_every_peer;
-  alignas(64) std::atomic<std::uint64_t> progress[4];  // indexed by ShmPhase: last round / call done
+  // Indexed by ShmPhase: the last round / call done (kPosted's is in the call slots instead).
+  alignas(64) std::atomic<std::uint64_t> progress[4];
   alignas(64) std::atomic<std::uint32_t> doorbell;
   std::atomic<std::uint32_t> sleeping;
 };
@@ -227,6 +233,15 @@ std::byte* ShmWorkspace::small_slot(int rank, std::uint64_t call) const {
   return segments_[static_cast<std::size_t>(rank)].data() + kHeaderBytes + (call % 2) * kSmallSlotBytes;
 }
 
+std::byte* ShmWorkspace::posted_input(int rank, std::uint64_t call, std::size_t bytes) const {
+  return small_slot(rank, call) + (bytes <= kInlineBytes ? kInlineAt : kSlotHeaderBytes);
+}
+
+std::atomic<std::uint64_t>& ShmWorkspace::progress(int rank, ShmPhase phase, std::uint64_t round) const {
+  if (phase == ShmPhase::kPosted) return *reinterpret_cast<std::atomic<std::uint64_t>*>(small_slot(rank, round) + kPostedAt);
+  return header(rank)->progress[static_cast<int>(phase)];
+}
+
 std::byte* ShmWorkspace::staging(int rank) const {
   return segments_[static_cast<std::size_t>(rank)].data() + kHeaderBytes + 2 * kSmallSlotBytes;
 }
@@ -242,7 +257,7 @@ std::uint64_t ShmWorkspace::post_call(const CollectiveArgs& a, std::span<const s
   std::byte* slot = small_slot(rank_, call);
   std::memcpy(slot, &mine, sizeof mine);
   std::memcpy(slot + kRegistrationsAt, &registrations, sizeof registrations);
-  if (!small_input.empty()) std::memcpy(slot + kSignatureBytes, small_input.data(), small_input.size());
+  if (!small_input.empty()) std::memcpy(posted_input(rank_, call, small_input.size()), small_input.data(), small_input.size());
   publish(ShmPhase::kPosted, call);
   // The deadline (a clock read and a conversion) only when a peer is still to come.
   if (!peers_reached(ShmPhase::kPosted, call)) wait_for_peers(ShmPhase::kPosted, call, deadline());
@@ -366,7 +381,7 @@ void ShmWorkspace::exchange_rounds(std::int64_t rounds, std::size_t half_bytes, 
 // re-check (it sees the new value and does not sleep). Release on the store also publishes
 // the data written before it to the peers' acquire loads.
 void ShmWorkspace::publish(ShmPhase phase, std::uint64_t round) {
-  header(rank_)->progress[static_cast<int>(phase)].store(round, std::memory_order_seq_cst);
+  progress(rank_, phase, round).store(round, std::memory_order_seq_cst);
   for (int peer = 0; peer < size_; ++peer) {
     if (peer == rank_) continue;
     Header* ph = header(peer);
@@ -379,7 +394,7 @@ void ShmWorkspace::publish(ShmPhase phase, std::uint64_t round) {
 
 bool ShmWorkspace::peers_reached(ShmPhase phase, std::uint64_t round) const {
   for (int peer = 0; peer < size_; ++peer) {
-    if (peer != rank_ && header(peer)->progress[static_cast<int>(phase)].load(std::memory_order_seq_cst) < round) {
+    if (peer != rank_ && progress(peer, phase, round).load(std::memory_order_seq_cst) < round) {
       return false;
     }
   }
@@ -454,7 +469,7 @@ void ShmWorkspace::fail_on_stray_message(const Fabric::Unexpected& stray) {
 void ShmWorkspace::throw_timeout(ShmPhase phase, std::uint64_t round, double waited) {
   int late = -1;
   for (int peer = 0; peer < size_ && late < 0; ++peer) {
-    if (peer != rank_ && header(peer)->progress[static_cast<int>(phase)].load() < round) late = peer;
+    if (peer != rank_ && progress(peer, phase, round).load() < round) late = peer;
   }
   fabric_.fail(std::make_exception_ptr(Timeout(
       context(late),

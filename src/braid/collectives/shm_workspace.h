@@ -5,17 +5,22 @@
 //
 //   [ header: progress counters, doorbell ][ 2 call slots ][ staging: n slices ][ result ]
 //
-// A call slot holds a call's signature, then up to kFastBytes of input (the one-step paths:
-// small messages, allreduce one_shot and two_shot), then kFastBytes where two_shot leaves the
-// block each rank reduced.
+// A call slot holds a call's signature, the word that says it is posted and an input of up to
+// kInlineBytes in its first cache line, the registrations in its second, then up to kFastBytes
+// of input (the one-step paths: small messages, allreduce one_shot and two_shot), then
+// kFastBytes where two_shot leaves the block each rank reduced.
 //
-// Synchronisation is by monotonic per-rank counters in the header (never reset, equal on
-// every rank between collectives, so stale values from an earlier call can never satisfy a
-// wait): a rank publishes "I have done phase p of round g" by storing a larger value, and
-// waits until every peer's counter reaches a target. Waiting polls with pauses until
-// BRAID_SPIN_US has passed, or, when ranks outnumber cores, yields at every poll (so a peer
-// that needs this core runs at once; the clock is read at every poll, so the spin ends on time
-// however long a yield takes), then sleeps on its own futex doorbell, which a publisher rings
+// Synchronisation is by monotonic per-rank counters (never reset, equal on every rank between
+// collectives, so stale values from an earlier call can never satisfy a wait): a rank
+// publishes "I have done phase p of round g" by storing a larger value, and waits until every
+// peer's counter reaches a target. The counters of the sliced rounds are in the header; a
+// call's "posted" counter is in its slot, beside the signature and a small input, so that a
+// waiting peer fetches all three in one cache-line transfer (an 8-byte allreduce on 2 ranks:
+// 0.36 us against 0.48 with the counter in the header; docs/performance.md).
+//
+// Waiting polls with pauses until BRAID_SPIN_US has passed, or, when ranks outnumber cores,
+// yields at every poll (so a peer that needs this core runs at once; the clock is read at
+// every poll, so the spin ends on time however long a yield takes), then sleeps on its own futex doorbell, which a publisher rings
 // only when the waiter says it sleeps (the fenced Dekker handshake of the shm transport). A
 // sleeping waiter wakes every 50 ms to check its peers' liveness and the deadline through the
 // Fabric, so a dead or diverged peer raises PeerLost / Timeout instead of a hang.
@@ -100,11 +105,13 @@ class ShmWorkspace : public CommAttachment {
   // once: the slice, at most 128 KiB, so that its n inputs stay in the caches where the slice
   // was made large for fewer rounds (ranks outnumbering CPUs, shm_workspace.cc).
   std::size_t chunk_bytes() const;
-  // Every call starts by posting a 64-byte signature in one of two alternating slots (which
-  // the peers compare before touching anything else); small messages follow it with their
-  // whole input, and every rank reduces all of them itself.
+  // Every call starts by posting its signature in one of two alternating slots (which the
+  // peers compare before touching anything else); small messages post their whole input with
+  // it, and every rank reduces all of them itself. A slot's header is two cache lines (see
+  // above); an input of up to kInlineBytes lies in the first, a larger one behind them.
   static constexpr std::size_t kSmallBytes = 8 << 10;
-  static constexpr std::size_t kSignatureBytes = 64;
+  static constexpr std::size_t kInlineBytes = 32;
+  static constexpr std::size_t kSlotHeaderBytes = 128;
   // What one round of allreduce one_shot / two_shot moves per rank (their larger messages take
   // several rounds, one call each). 256 KiB: a round of every rank's input stays in L2/L3.
   static constexpr std::size_t kFastBytes = 256 << 10;
@@ -118,10 +125,14 @@ class ShmWorkspace : public CommAttachment {
 
   // The slot of `rank` for call number `call`: signature, then (small path) data.
   std::byte* small_slot(int rank, std::uint64_t call) const;
-  // Where a call's input (post_call's small_input) lies in `rank`'s slot, and two_shot's reduced
-  // blocks after it (kFastBytes each).
-  std::byte* posted_input(int rank, std::uint64_t call) const { return small_slot(rank, call) + kSignatureBytes; }
-  std::byte* reduced_blocks(int rank, std::uint64_t call) const { return posted_input(rank, call) + kFastBytes; }
+  // Where a call's input of `bytes` (post_call's small_input) lies in `rank`'s slot: in the
+  // signature's cache line up to kInlineBytes, else behind the slot's header. Every rank posts
+  // the same bytes (the signatures agree), so every reader finds it where it was written.
+  std::byte* posted_input(int rank, std::uint64_t call, std::size_t bytes) const;
+  // two_shot's reduced blocks (kFastBytes in all), behind the largest posted input.
+  std::byte* reduced_blocks(int rank, std::uint64_t call) const {
+    return small_slot(rank, call) + kSlotHeaderBytes + kFastBytes;
+  }
   std::byte* staging(int rank) const;  // n slices of slice_bytes()
   std::byte* result(int rank) const;   // one slice
 
@@ -227,6 +238,9 @@ class ShmWorkspace : public CommAttachment {
   void copy_posted(int rank, std::uint64_t call, bool recv, std::size_t total, std::size_t at, std::byte* local,
                    std::size_t bytes, bool to_peer);
   Header* header(int rank) const;
+  // The word `rank` advances when it reaches `round` of `phase`: the header's progress, or for
+  // kPosted the posted word of the call's slot (in the cache line of its signature).
+  std::atomic<std::uint64_t>& progress(int rank, ShmPhase phase, std::uint64_t round) const;
   bool peers_reached(ShmPhase phase, std::uint64_t round) const;
   void sleep_until_published(ShmPhase phase, std::uint64_t round, Seconds max_wait);
   // The spin of wait_for_peers: true once every peer reached `round`, false when the spin ended.

@@ -78,9 +78,9 @@ Communicator& Communicator::operator=(Communicator&& other) noexcept {
   MutexLock lock(attachments_mu_);
   attachments_ = std::move(theirs);
   const std::size_t indexed = std::min(attachments_.size(), kIndexedAttachments);
-  for (std::size_t i = 0; i < indexed; ++i) {
-    indexed_[i].type.store(types[i], std::memory_order_relaxed);
-    indexed_[i].value.store(attachments_[i].second.get(), std::memory_order_relaxed);
+  for (std::size_t i = 0; i < indexed; ++i) index_attachment_locked(i, *types[i], attachments_[i].second.get());
+  for (const auto& [type, value] : attachments_) {
+    if (value->wants_before_collective()) before_collective_hooks_.store(true, std::memory_order_release);
   }
   indexed_count_.store(indexed, std::memory_order_release);
   return *this;
@@ -93,33 +93,42 @@ Communicator::~Communicator() { for_each_attachment(&CommAttachment::quiesce); }
 Communicator::Attachments Communicator::take_attachments() {
   MutexLock lock(attachments_mu_);
   indexed_count_.store(0, std::memory_order_release);
+  before_collective_hooks_.store(false, std::memory_order_release);
   for (auto& entry : indexed_) {
     entry.type.store(nullptr, std::memory_order_relaxed);
+    entry.name_hash.store(0, std::memory_order_relaxed);
     entry.value.store(nullptr, std::memory_order_relaxed);
   }
   return std::exchange(attachments_, {});
 }
 
+void Communicator::index_attachment_locked(std::size_t i, const std::type_info& type, CommAttachment* value) {
+  indexed_[i].type.store(&type, std::memory_order_relaxed);
+  indexed_[i].name_hash.store(detail::type_name_hash(type), std::memory_order_relaxed);
+  indexed_[i].value.store(value, std::memory_order_relaxed);
+}
+
 void Communicator::add_attachment_locked(const std::type_info& type, std::unique_ptr<CommAttachment> value) {
+  // The flag before the attachment is found: a collective that finds it also runs its hook.
+  if (value->wants_before_collective()) before_collective_hooks_.store(true, std::memory_order_release);
   const std::size_t i = attachments_.size();
   if (i < kIndexedAttachments) {
-    indexed_[i].type.store(&type, std::memory_order_relaxed);
-    indexed_[i].value.store(value.get(), std::memory_order_relaxed);
+    index_attachment_locked(i, type, value.get());
     indexed_count_.store(i + 1, std::memory_order_release);
   }
   attachments_.emplace_back(std::type_index(type), std::move(value));
 }
 
-CommAttachment* Communicator::find_indexed(const std::type_info& type, bool& complete) const {
+CommAttachment* Communicator::find_indexed(const std::type_info& type, std::uint64_t name_hash, bool& complete) const {
   const std::size_t count = indexed_count_.load(std::memory_order_acquire);
-  // The same type_info object first: a hit then costs pointer comparisons only. type_info's
-  // operator== may compare names with strcmp (a type can have one object per shared library),
-  // which on every collective call cost more than the rest of the lookup.
+  // The same type_info object is a hit at a pointer comparison. Another object may stand for
+  // the same type (one per shared library): its name hashes alike, and only then are the
+  // names compared (type_info's operator== may strcmp them).
   for (std::size_t i = 0; i < count; ++i) {
-    if (indexed_[i].type.load(std::memory_order_relaxed) == &type) return indexed_[i].value.load(std::memory_order_relaxed);
-  }
-  for (std::size_t i = 0; i < count; ++i) {
-    if (*indexed_[i].type.load(std::memory_order_relaxed) == type) return indexed_[i].value.load(std::memory_order_relaxed);
+    const std::type_info* held = indexed_[i].type.load(std::memory_order_relaxed);
+    if (held == &type || (indexed_[i].name_hash.load(std::memory_order_relaxed) == name_hash && *held == type)) {
+      return indexed_[i].value.load(std::memory_order_relaxed);
+    }
   }
   complete = count < kIndexedAttachments;
   return nullptr;

@@ -162,9 +162,16 @@ class Communicator {
   // Appends to attachments_ and, while there is room, to the lock-free index.
   void add_attachment_locked(const std::type_info& type, std::unique_ptr<CommAttachment> value)
       BRAID_REQUIRES(attachments_mu_);
-  // The lock-free lookup of find_attachment: the attachment of `type` among the indexed ones;
-  // `complete` says whether the index holds every attachment (else the caller takes the lock).
-  CommAttachment* find_indexed(const std::type_info& type, bool& complete) const;
+  // Writes entry i of the lock-free index (the caller publishes it through indexed_count_).
+  void index_attachment_locked(std::size_t i, const std::type_info& type, CommAttachment* value)
+      BRAID_REQUIRES(attachments_mu_);
+  // The lock-free lookup of find_attachment: the attachment of `type` (whose name hashes to
+  // `name_hash`, type_name_hash) among the indexed ones; `complete` says whether the index holds
+  // every attachment (else the caller takes the lock).
+  CommAttachment* find_indexed(const std::type_info& type, std::uint64_t name_hash, bool& complete) const;
+  // Whether some attachment runs work before each collective (CommAttachment::
+  // wants_before_collective): if none does, begin_collective visits none.
+  bool runs_before_collective_hooks() const { return before_collective_hooks_.load(std::memory_order_acquire); }
 
   std::shared_ptr<World> world_;
   std::vector<int> members_;  // communicator rank -> world rank
@@ -185,10 +192,15 @@ class Communicator {
   static constexpr std::size_t kIndexedAttachments = 8;
   struct IndexedAttachment {
     std::atomic<const std::type_info*> type{nullptr};
+    // type_name_hash(*type): a lookup that misses compares integers, not names (type_info's
+    // operator== may strcmp them, and the observer's lookup misses on every collective call of
+    // a communicator nobody watches).
+    std::atomic<std::uint64_t> name_hash{0};
     std::atomic<CommAttachment*> value{nullptr};
   };
   std::array<IndexedAttachment, kIndexedAttachments> indexed_;
   std::atomic<std::size_t> indexed_count_{0};
+  std::atomic<bool> before_collective_hooks_{false};
 };
 
 }  // namespace braid

@@ -20,9 +20,12 @@
 #include <exception>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <typeindex>
+#include <typeinfo>
 #include <utility>
 
+#include "braid/base/fnv1a.h"
 #include "braid/comm/communicator.h"
 #include "braid/comm/scratch_buffer.h"
 #include "braid/transport/envelope.h"
@@ -44,9 +47,20 @@ class CommAttachment {
   // sequence number: an attachment that runs collectives in the background finishes them
   // first, so that sequence numbers follow the order in which the collectives were issued.
   virtual void before_collective() noexcept {}
+  // True for an attachment whose before_collective does something; begin_collective visits
+  // the attachments only if one of them says so (most communicators: none, on every call).
+  virtual bool wants_before_collective() const noexcept { return false; }
 };
 
 namespace detail {
+
+// FNV-1a of type.name(): equal for the type_info objects of one type (operator== compares the
+// names), and computed once per type by find_attachment.
+inline std::uint64_t type_name_hash(const std::type_info& type) {
+  Fnv1a hash;
+  hash.add(std::string_view(type.name()));
+  return hash.value();
+}
 
 class CollectiveAccess {
  public:
@@ -55,7 +69,7 @@ class CollectiveAccess {
   // Starts the next collective: returns its sequence number (equal on every rank). Runs
   // after the collectives still queued in the background (CommAttachment::before_collective).
   std::int64_t begin_collective() {
-    comm_.for_each_attachment(&CommAttachment::before_collective);
+    if (comm_.runs_before_collective_hooks()) comm_.for_each_attachment(&CommAttachment::before_collective);
     return comm_.next_collective_seq_++;
   }
   // Transfers on the collective channel; the receiver checks the sender's envelope.
@@ -107,8 +121,9 @@ class CollectiveAccess {
   // Lock-free while the communicator has at most Communicator::kIndexedAttachments.
   template <class T>
   T* find_attachment() const {
+    static const std::uint64_t name_hash = type_name_hash(typeid(T));
     bool complete = false;
-    if (CommAttachment* found = comm_.find_indexed(typeid(T), complete)) return static_cast<T*>(found);
+    if (CommAttachment* found = comm_.find_indexed(typeid(T), name_hash, complete)) return static_cast<T*>(found);
     if (complete) return nullptr;
     MutexLock lock(comm_.attachments_mu_);
     for (auto& [type, value] : comm_.attachments_) {

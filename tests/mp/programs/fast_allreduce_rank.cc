@@ -77,7 +77,10 @@ float input(int rank, std::int64_t i) {
 int order_matters(Communicator& comm, const std::string& algo) {
   const int n = comm.size();
   int failures = 0;
-  for (std::int64_t count : {1, 7, 1000, 65537, 200003}) {  // uneven; 65537 and 200003: several rounds
+  // Uneven; 8 and 9: the largest input posted in the signature's cache line (32 bytes,
+  // ShmWorkspace::kInlineBytes) and the smallest behind the slot's header; 65537 and 200003:
+  // several rounds.
+  for (std::int64_t count : {1, 7, 8, 9, 1000, 65537, 200003}) {
     std::vector<float> send(static_cast<std::size_t>(count)), recv(send.size()), want(send.size());
     bool another_order_differs = false;
     for (std::int64_t i = 0; i < count; ++i) {

@@ -20,7 +20,7 @@ struct MemcpyReference {
 
 ResultTable make_table(const CollectiveSpec& spec, Communicator& comm, const SweepOptions& options,
                        const MemcpyReference& reference, std::int64_t largest_count) {
-  ResultTable table(spec.name(), {{"size", 12}, {"count", 11}, {"type", 5}, {"redop", 6}, {"time(us)", 11, 1},
+  ResultTable table(spec.name(), {{"size", 12}, {"count", 11}, {"type", 5}, {"redop", 6}, {"time(us)", 11, 2},
                                 {"algbw(GB/s)", 12, 2}, {"busbw(GB/s)", 12, 2}, {"#wrong", 7}});
   std::string algorithm = options.algorithm.empty() ? "default" : options.algorithm;
   table.set_meta("ranks", comm.size());
